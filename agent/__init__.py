@@ -1,0 +1,3 @@
+"""factweave: answers built from facts that exist in a knowledge base, with proof."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,138 @@
+"""Saving and loading a :class:`FactIndex`: one file, a JSON header, then raw arrays.
+
+Layout: ``FWIDX1\\n`` magic, an 8-byte little-endian header length, the UTF-8 JSON header, then
+each array's bytes at a 64-byte aligned offset. The header carries the format version, the
+tokenizer fingerprint, fact and node counts, each array's dtype/shape/offset and a sha256 of the
+payload. No pickle: arrays are plain numbers and bytes, so a file from elsewhere cannot run code.
+
+Writes go to a temporary file in the same folder that is renamed into place at the end, so a
+crash never leaves a half-written index under the real name.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import FactweaveError, IndexMismatchError
+from .table import FactTable
+from .tokens import tokenizer_fingerprint
+from .trie import TREE_ARRAYS, FactIndex
+
+MAGIC = b"FWIDX1\n"
+FORMAT_VERSION = 1
+_ALIGN = 64
+
+
+def save_index(index: FactIndex, path: str | Path, *, meta: dict[str, Any] | None = None) -> Path:
+    """Write ``index`` to ``path`` atomically; ``meta`` (JSON-able) is stored in the header."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = index.arrays()
+    entries: dict[str, dict[str, Any]] = {}
+    offset = 0
+    for name, arr in arrays.items():
+        arr = np.ascontiguousarray(arr)
+        offset = -(-offset // _ALIGN) * _ALIGN
+        entries[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset}
+        offset += arr.nbytes
+    digest = hashlib.sha256()
+    for arr in arrays.values():
+        digest.update(np.ascontiguousarray(arr).tobytes())
+    header = {
+        "format": "factweave-index",
+        "format_version": FORMAT_VERSION,
+        "tokenizer_fingerprint": index.fingerprint,
+        "fact_count": len(index),
+        "node_count": index.node_count,
+        "arrays": entries,
+        "payload_sha256": digest.hexdigest(),
+        "meta": meta or {},
+    }
+    head = json.dumps(header, ensure_ascii=False).encode("utf-8")
+    start = -(-(len(MAGIC) + 8 + len(head)) // _ALIGN) * _ALIGN
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(MAGIC)
+            out.write(len(head).to_bytes(8, "little"))
+            out.write(head)
+            out.write(b"\0" * (start - out.tell()))
+            for name, arr in arrays.items():
+                pos = start + entries[name]["offset"]
+                out.write(b"\0" * (pos - out.tell()))
+                out.write(np.ascontiguousarray(arr).tobytes())
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_header(path: str | Path) -> tuple[dict[str, Any], int]:
+    """The header of an index file and the byte offset where its arrays start."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(len(MAGIC))
+            if magic != MAGIC:
+                raise FactweaveError(f"{path}: not a factweave index (bad magic bytes)")
+            size = int.from_bytes(f.read(8), "little")
+            raw = f.read(size)
+    except FileNotFoundError:
+        raise FactweaveError(f"{path}: no such index file (build one with `factweave index build`)") from None
+    if len(raw) != size:
+        raise FactweaveError(f"{path}: index file is truncated (header incomplete)")
+    try:
+        header = json.loads(raw)
+    except ValueError:
+        raise FactweaveError(f"{path}: index header is corrupt") from None
+    if header.get("format_version") != FORMAT_VERSION:
+        raise IndexMismatchError(
+            f"{path}: index format version {header.get('format_version')} is not supported "
+            f"(this factweave reads version {FORMAT_VERSION}); rebuild it with `factweave index build`"
+        )
+    start = -(-(len(MAGIC) + 8 + size) // _ALIGN) * _ALIGN
+    return header, start
+
+
+def load_index(path: str | Path, tokenizer: Any | None = None, *, verify: bool = True) -> FactIndex:
+    """Read an index; with ``tokenizer`` given, refuse an index built for a different one."""
+    path = Path(path)
+    header, start = read_header(path)
+    if tokenizer is not None:
+        mine = tokenizer_fingerprint(tokenizer)
+        if mine != header["tokenizer_fingerprint"]:
+            built_for = header.get("meta", {}).get("model", "another tokenizer")
+            raise IndexMismatchError(
+                f"{path}: this index was built for {built_for} (tokenizer {header['tokenizer_fingerprint'][:12]}), "
+                f"not for the loaded model's tokenizer ({mine[:12]}); rebuild it with "
+                f"`factweave index build --model <your model>`"
+            )
+    data = path.read_bytes()
+    arrays: dict[str, np.ndarray] = {}
+    digest = hashlib.sha256()
+    for name, e in header["arrays"].items():
+        dtype = np.dtype(e["dtype"])
+        count = int(np.prod(e["shape"])) if e["shape"] else 1
+        lo = start + e["offset"]
+        hi = lo + count * dtype.itemsize
+        if hi > len(data):
+            raise FactweaveError(f"{path}: index file is truncated (array {name} incomplete)")
+        arr = np.frombuffer(data, dtype=dtype, count=count, offset=lo).reshape(e["shape"])
+        digest.update(arr.tobytes())
+        arrays[name] = arr
+    if verify and digest.hexdigest() != header["payload_sha256"]:
+        raise FactweaveError(f"{path}: index file is corrupt (checksum mismatch); rebuild it")
+    missing = [n for n in TREE_ARRAYS if n not in arrays]
+    if missing:
+        raise FactweaveError(f"{path}: index file lacks arrays {missing}; rebuild it")
+    table = FactTable({k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("facts.")})
+    return FactIndex(**{n: arrays[n] for n in TREE_ARRAYS}, facts=table, fingerprint=header["tokenizer_fingerprint"])

@@ -1,0 +1,30 @@
+"""Shared fixtures: small real tokenizers built in-process, and the packaged SmolLM2 model."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def word_tokenizer(extra: tuple[str, ...] = ()):
+    """A real fast tokenizer (word level, whitespace kept as its own tokens) built without files."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<unk>", "<eos>", "Fact", ":", " ", "\n", "<", ">", ".", "Paris", "France", "Berlin",
+             "Germany", "country", "capital", "of", "Answer", "I", "don't", "know", *extra]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"\w+|[^\w\s]|\s"), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<eos>")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    """Where converted models live during tests: $FACTWEAVE_CACHE when set (CI reuses it)."""
+    env = os.environ.get("FACTWEAVE_CACHE")
+    return Path(env) if env else tmp_path_factory.mktemp("factweave-cache")
