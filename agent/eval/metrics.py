@@ -1,0 +1,163 @@
+"""Answer matching and the accuracy / precision scores of the ReFactX paper.
+
+Definitions (ReFactX, Pozzi et al. 2025):
+
+* **accuracy** = correct answers / all questions.
+* **precision** = correct answers / questions answered. A question is *not answered* when the
+  model abstained ("I don't know"), its answer was truncated (the caller says so), or the answer
+  is empty once normalized. Only answered questions can be correct, so precision >= accuracy.
+
+Both are reported for two matchers: :func:`exact_match` (normalized equality with any gold) and
+:func:`approximate_match` (whole-word containment either way, as in the FCKW re-ranker paper).
+An empty prediction never matches anything; the peer implementation counted it as contained in
+every gold.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+_ARTICLES = frozenset({"a", "an", "the"})
+# Punctuation by Unicode category, except "#", which names things ("C#" is not "C").
+_KEPT_PUNCTUATION = frozenset("#")
+# Matched against normalized text, so case, punctuation and articles need no alternatives here.
+_ABSTENTIONS = re.compile(
+    r"(?:i )?(?:do not|dont|cannot|can not|cant) (?:know|say|tell|answer)(?: (?:that|answer|for sure))?"
+    r"|(?:it is |its |answer is )?unknown"
+    r"|(?:i have )?no idea"
+    r"|not known"
+)
+
+
+def _is_word_breaking(char: str) -> bool:
+    # Dashes and slashes join words ("Guinea-Bissau", "AC/DC") and become spaces; other
+    # punctuation (apostrophes, dots in "U.S.") is deleted so "don't" reads "dont".
+    return unicodedata.category(char) == "Pd" or char == "/"
+
+
+def normalize_answer(text: str) -> str:
+    """Fold an answer for comparison: NFKC, casefold, dashes and slashes to spaces, other
+    punctuation (Unicode category P*, except ``#``) removed, articles ``a an the`` dropped,
+    whitespace folded.
+
+    Symbols and ``#`` are kept, so ``C++`` and ``C#`` stay distinct from ``C``:
+    ``normalize_answer("The  Beatles!") == "beatles"``.
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    kept = []
+    for char in folded:
+        if unicodedata.category(char).startswith("P") and char not in _KEPT_PUNCTUATION:
+            kept.append(" " if _is_word_breaking(char) else "")
+        else:
+            kept.append(char)
+    words = "".join(kept).split()
+    return " ".join(word for word in words if word not in _ARTICLES)
+
+
+def is_abstention(prediction: str) -> bool:
+    """True for "I don't know" and its variants ("I do not know.", "Unknown", "No idea").
+
+    An empty prediction is not an abstention (the model said nothing); it still counts as not
+    answered in :func:`score`.
+    """
+    return _ABSTENTIONS.fullmatch(normalize_answer(prediction)) is not None
+
+
+def exact_match(prediction: str, golds: Iterable[str]) -> bool:
+    """Normalized prediction equals a normalized gold; empty never matches."""
+    predicted = normalize_answer(prediction)
+    return bool(predicted) and any(predicted == normalize_answer(gold) for gold in golds)
+
+
+def _contains_words(outer: Sequence[str], inner: Sequence[str]) -> bool:
+    width = len(inner)
+    return any(outer[start : start + width] == inner for start in range(len(outer) - width + 1))
+
+
+def approximate_match(prediction: str, golds: Iterable[str]) -> bool:
+    """A normalized gold occurs in the normalized prediction as whole words, or the prediction
+    occurs in a gold as whole words; empty prediction or gold never matches.
+
+    ``approximate_match("It was filmed in Paris, France", ["Paris"])`` is true;
+    ``approximate_match("Parisian", ["Paris"])`` is not.
+    """
+    predicted = normalize_answer(prediction).split()
+    if not predicted:
+        return False
+    for gold in golds:
+        expected = normalize_answer(gold).split()
+        if expected and (_contains_words(predicted, expected) or _contains_words(expected, predicted)):
+            return True
+    return False
+
+
+class Record(NamedTuple):
+    """One question's outcome; ``answered`` is False when the caller saw the answer truncated."""
+
+    prediction: str
+    golds: Sequence[str]
+    answered: bool = True
+
+
+@dataclass(frozen=True)
+class Score:
+    """Counts over a set of questions and the rates derived from them (``None`` when undefined)."""
+
+    total: int
+    answered: int
+    exact_correct: int
+    approximate_correct: int
+
+    @staticmethod
+    def _rate(count: int, over: int) -> float | None:
+        return count / over if over else None
+
+    @property
+    def exact_accuracy(self) -> float | None:
+        return self._rate(self.exact_correct, self.total)
+
+    @property
+    def exact_precision(self) -> float | None:
+        return self._rate(self.exact_correct, self.answered)
+
+    @property
+    def approximate_accuracy(self) -> float | None:
+        return self._rate(self.approximate_correct, self.total)
+
+    @property
+    def approximate_precision(self) -> float | None:
+        return self._rate(self.approximate_correct, self.answered)
+
+    def as_dict(self) -> dict[str, int | float | None]:
+        """Counts and rates, for JSON reports."""
+        return {
+            "total": self.total,
+            "answered": self.answered,
+            "exact_correct": self.exact_correct,
+            "approximate_correct": self.approximate_correct,
+            "exact_accuracy": self.exact_accuracy,
+            "exact_precision": self.exact_precision,
+            "approximate_accuracy": self.approximate_accuracy,
+            "approximate_precision": self.approximate_precision,
+        }
+
+
+def counts_as_answered(prediction: str, answered: bool = True) -> bool:
+    """Whether a prediction enters precision: not truncated, not an abstention, not empty."""
+    return answered and bool(normalize_answer(prediction)) and not is_abstention(prediction)
+
+
+def score(records: Iterable[Record | tuple[str, Sequence[str], bool]]) -> Score:
+    """Score ``(prediction, golds, answered)`` records; see the module docstring for the rules."""
+    total = answered = exact = approximate = 0
+    for prediction, golds, was_answered in records:
+        total += 1
+        if not counts_as_answered(prediction, was_answered):
+            continue
+        answered += 1
+        exact += exact_match(prediction, golds)
+        approximate += approximate_match(prediction, golds)
+    return Score(total=total, answered=answered, exact_correct=exact, approximate_correct=approximate)
