@@ -1,0 +1,79 @@
+"""ReFactX constrained decoding as a transformers ``LogitsProcessor``."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from transformers import LogitsProcessor
+
+from .tracker import FactTracker, TraceState
+
+
+class FactConstrainedLogitsProcessor(LogitsProcessor):
+    r"""After ``Fact:`` at the start of a line, every token that does not continue a fact of the
+    index (not yet generated in this sequence) gets ``-inf``; the choice among the allowed ones
+    stays the model's. At a fact's end only a newline or end-of-sequence may follow (or a longer
+    fact's next token), then free generation resumes. In free text, tokens that would write
+    ``Fact:`` and more inside one token are masked, so the trigger always ends on a token boundary.
+
+    Works with greedy search, sampling, beam search and batches through the public
+    ``logits_processor`` argument. State lives in this object, keyed by each row's generated
+    tokens, so beams that are reordered or dropped need no bookkeeping; use one instance per
+    ``generate`` call (two calls in parallel threads each have their own).
+
+    Args:
+        tracker: the index bound to the tokenizer's vocabulary.
+        prompt_texts: the decoded prompt of each batch item (its last line decides whether the
+            first generated token starts a line).
+        num_beams: beams per batch item (``num_return_sequences`` for sampling).
+
+    Example::
+
+        proc = FactConstrainedLogitsProcessor(tracker, [prompt_text], num_beams=3)
+        out = model.generate(**inputs, num_beams=3, logits_processor=LogitsProcessorList([proc]))
+    """
+
+    def __init__(self, tracker: FactTracker, prompt_texts: Sequence[str], num_beams: int = 1) -> None:
+        self.tracker = tracker
+        self.num_beams = num_beams
+        self._initial = [tracker.start(t) for t in prompt_texts]
+        self._prompt_len: int | None = None
+        self._states: dict[tuple, TraceState] = {}
+
+    def _state(self, item: int, generated: list[int]) -> TraceState:
+        key = (item, *generated)
+        state = self._states.get(key)
+        if state is None:
+            if generated:
+                prev = self._states.get(key[:-1])
+                if prev is None:  # not seen last step (e.g. first call after a restart): replay
+                    prev = self._initial[item]
+                    for pos, tok in enumerate(generated[:-1]):
+                        prev = self.tracker.advance(prev, tok, pos)
+                state = self.tracker.advance(prev, generated[-1], len(generated) - 1)
+            else:
+                state = self._initial[item]
+        return state
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self._prompt_len is None or input_ids.shape[1] <= self._prompt_len:
+            self._prompt_len = input_ids.shape[1]
+            self._states = {}
+        generated = input_ids[:, self._prompt_len :].tolist()
+        rows_per_item = max(1, input_ids.shape[0] // max(1, len(self._initial)))
+        states: dict[tuple, TraceState] = {}
+        for row, seq in enumerate(generated):
+            item = min(row // rows_per_item, len(self._initial) - 1)
+            state = self._state(item, seq)
+            states[(item, *seq)] = state
+            if state.active:
+                allowed = torch.from_numpy(self.tracker.allowed(state)).to(scores.device)
+                keep = scores[row, allowed]
+                scores[row] = float("-inf")
+                scores[row, allowed] = keep
+            else:
+                banned = self.tracker.forbidden_free(state)
+                if len(banned):
+                    scores[row, torch.from_numpy(banned).to(scores.device)] = float("-inf")
+        self._states = states
+        return scores

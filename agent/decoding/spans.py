@@ -1,0 +1,46 @@
+"""Constrained facts as character spans of the generated text."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class FactSpan:
+    """``text[start:end]`` of the output is fact ``id`` of the index, token for token."""
+
+    start: int
+    end: int
+    id: int
+    text: str
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
+    return tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+
+def locate_spans(tokenizer: Any, index: Any, tokens: Sequence[int], spans: Sequence[tuple[int, int, int]]) -> tuple[str, list[FactSpan]]:
+    """The decoded text of ``tokens`` and each ``(fact_id, start_token, end_token)`` as a
+    :class:`FactSpan` with character offsets into that text (leading space of the fact excluded)."""
+    text = _decode(tokenizer, tokens)
+    out: list[FactSpan] = []
+    for fact_id, start_tok, end_tok in spans:
+        fact = index.facts[fact_id]
+        start = len(_decode(tokenizer, tokens[:start_tok]))
+        end = len(_decode(tokenizer, tokens[:end_tok]))
+        segment = text[start:end]
+        start += len(segment) - len(segment.lstrip())
+        end -= len(segment) - len(segment.rstrip())
+        if text[start:end] != fact.text:
+            # Decoders that rewrite text (e.g. byte fallback across the boundary) shift offsets;
+            # the fact's own text is still there, nearest to the token-derived position.
+            found = text.find(fact.text, max(0, start - 8))
+            if found < 0:
+                raise AssertionError(f"constrained fact {fact.text!r} not found in the output text")
+            start, end = found, found + len(fact.text)
+        out.append(FactSpan(start, end, int(fact_id), fact.text, fact.source))
+    return text, out
