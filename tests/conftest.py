@@ -28,3 +28,28 @@ def cache_dir(tmp_path_factory) -> Path:
     """Where converted models live during tests: $FACTWEAVE_CACHE when set (CI reuses it)."""
     env = os.environ.get("FACTWEAVE_CACHE")
     return Path(env) if env else tmp_path_factory.mktemp("factweave-cache")
+
+
+@pytest.fixture(scope="session")
+def smollm(cache_dir):
+    """The packaged SmolLM2-135M (real weights, CPU)."""
+    from agent.models import load_model
+
+    return load_model("smollm2-135m", cache_dir=cache_dir)
+
+
+@pytest.fixture(scope="session")
+def demo_index(smollm):
+    """The bundled demo KB indexed for SmolLM2's tokenizer."""
+    from agent.index import FactIndex
+    from agent.knowledge.kamel import demo_kamel_root
+    from agent.knowledge.loaders import load_facts
+
+    return FactIndex.build(load_facts(demo_kamel_root()), smollm.tokenizer)
+
+
+@pytest.fixture(scope="session")
+def demo_generator(smollm, demo_index):
+    from agent.decoding import FactGenerator
+
+    return FactGenerator(smollm.model, smollm.tokenizer, demo_index, max_new_tokens=64)

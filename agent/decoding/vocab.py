@@ -58,7 +58,7 @@ class TokenVocab:
     """Per-token strings and the masks derived from them, for one tokenizer."""
 
     pieces: tuple[str, ...]
-    end_tokens: np.ndarray  # tokens that may end a fact: pure newlines and end-of-sequence
+    end_tokens: np.ndarray  # tokens that may end a fact: pure newlines
     overrun: dict[str | None, np.ndarray]  # line state -> token ids to mask in free text
     eos_ids: frozenset[int]
 
@@ -76,7 +76,9 @@ class TokenVocab:
         eos = tokenizer.eos_token_id
         eos_ids = frozenset([eos] if isinstance(eos, int) else list(eos or []))
         newline = [i for i, p in enumerate(pieces) if p and set(p) == {"\n"}]
-        end_tokens = np.asarray(sorted(set(newline) | eos_ids), dtype=np.int64)
+        # Only a newline ends a fact line: ending the whole answer right after a fact would skip
+        # the Answer: line (beam search likes such short finished hypotheses).
+        end_tokens = np.asarray(sorted(newline), dtype=np.int64)
         end_tokens = end_tokens[end_tokens < (vocab_size or n)]
         # Ids past the model's output layer can never be scored; leave them out of the masks.
         limit = vocab_size or n

