@@ -1,0 +1,99 @@
+"""The ``factweave`` command line, run as a real subprocess."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.knowledge.facts import verbalize
+from conftest import REPO
+
+
+def run(*args: str, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FACTWEAVE_CACHE": str(cache), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=900)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture()
+def kb(tmp_path):
+    path = tmp_path / "facts.tsv"
+    path.write_text("Zorblax\tinvented by\tMira Quell\nZorblax\tfirst shown in\tLyon\nMira Quell\tplace of birth\tOslo\n")
+    return path
+
+
+def test_help_has_examples(tmp_path):
+    for cmd in (["--help"], ["ask", "--help"], ["index", "build", "--help"], ["eval", "kamel", "--help"]):
+        out = run(*cmd, cache=tmp_path).stdout
+        assert "Usage" in out
+        if cmd != ["--help"]:
+            assert "Example" in out
+
+
+def test_malformed_row_is_one_line_naming_file_and_line(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a\tb\tc\nonly two\tfields\n")
+    out = tmp_path / "bad.fwi"
+    proc = run("index", "build", "--kb", str(bad), "--model", "smollm2-135m", "--out", str(out),
+               cache=tmp_path, check=False)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == f"Error: {bad}:2: expected 3 tab-separated fields (subject, predicate, object), got 2"
+    assert "Traceback" not in proc.stderr
+    assert not out.exists() and list(tmp_path.glob("bad.fwi*")) == []
+
+
+def test_unknown_model_is_one_line(tmp_path, kb):
+    proc = run("ask", "x", "--kb", str(kb), "--model", "no-such-model", cache=tmp_path, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith("Error: ") and "smollm2-135m" in proc.stderr
+
+
+@pytest.mark.model
+def test_build_then_ask_json(tmp_path, kb, cache_dir):
+    out = tmp_path / "kb.fwi"
+    built = run("index", "build", "--kb", str(kb), "--model", "smollm2-135m", "--out", str(out), cache=cache_dir)
+    assert "3 facts" in built.stdout and out.exists()
+    info = json.loads(run("index", "info", str(out), cache=cache_dir).stdout)
+    assert info["fact_count"] == 3 and info["meta"]["model"] == "smollm2-135m"
+    proc = run("ask", "Who invented the Zorblax?", "--model", "smollm2-135m", "--index", str(out),
+               "--kb", str(kb), "--json", "--max-tokens", "40", cache=cache_dir)
+    result = json.loads(proc.stdout)
+    assert set(result) >= {"answer", "text", "facts", "timings"}
+    facts = {verbalize(*row.split("\t")) for row in kb.read_text().splitlines()}
+    for span in result["facts"]:
+        assert result["text"][span["start"] : span["end"]] == span["text"]
+        assert span["text"] in facts and span["id"] in range(3)
+
+
+@pytest.mark.model
+def test_index_for_another_tokenizer_is_refused_by_ask(tmp_path, kb, cache_dir):
+    """A real SmolLM2 tokenizer with one added token stands for another model."""
+    from transformers import AutoTokenizer
+
+    from agent.models import PRESETS, prepare_preset
+
+    hf = prepare_preset(PRESETS["smollm2-135m"], cache_dir)
+    other = tmp_path / "other-model"
+    other.mkdir()
+    for f in hf.iterdir():
+        if f.is_file():
+            (other / f.name).symlink_to(f)
+    tok = AutoTokenizer.from_pretrained(hf)
+    tok.add_tokens(["<zorblax>"])
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (other / name).unlink(missing_ok=True)
+    tok.save_pretrained(other)
+    out = tmp_path / "kb.fwi"
+    run("index", "build", "--kb", str(kb), "--model", "smollm2-135m", "--out", str(out), cache=cache_dir)
+    proc = run("ask", "Who invented the Zorblax?", "--model", str(other), "--index", str(out), "--kb", str(kb),
+               cache=cache_dir, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "built for smollm2-135m" in proc.stderr.strip().splitlines()[-1]
