@@ -182,8 +182,11 @@ def eval_group() -> None:
 @click.option("--beams", type=click.IntRange(1, 16), default=1, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(1, 8192), default=96, show_default=True)
 @click.option("--batch-size", type=click.IntRange(1, 256), default=4, show_default=True)
+@click.option("--device", default=None, help="cpu, cuda, ... (default: cpu).")
+@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default=None,
+              help="Weights dtype (default float32 on CPU).")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write per-question results as JSON.")
-def eval_kamel(data, split, limit, modes, model, beams, max_tokens, batch_size, out) -> None:
+def eval_kamel(data, split, limit, modes, model, beams, max_tokens, batch_size, device, dtype, out) -> None:
     """Accuracy and precision (exact and approximate match) of ReFactX vs the same model free.
 
     \b
@@ -201,10 +204,10 @@ def eval_kamel(data, split, limit, modes, model, beams, max_tokens, batch_size, 
     root = data or demo_kamel_root()
     model = model or DEFAULT_MODEL
     questions = kamel_questions(root, split=split, limit=limit)
-    gen = open_generator(model, root, beams=beams, max_new_tokens=max_tokens)
+    gen = open_generator(model, root, beams=beams, max_new_tokens=max_tokens, device=device, dtype=dtype)
     with tqdm(total=len(questions) * len(modes), desc="answering", unit=" q") as bar:
         results = evaluate(gen, questions, modes, batch_size=batch_size, on_batch=bar.update)
-    table = Table(title=f"KAMEL {split}, {len(questions)} questions, {model}, beams={beams}")
+    table = Table(title=f"KAMEL {split}, {len(questions)} questions, {model} ({dtype or 'default dtype'}), beams={beams}")
     for col in ("mode", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "s/question"):
         table.add_column(col, justify="left" if col == "mode" else "right")
     pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
@@ -214,7 +217,7 @@ def eval_kamel(data, split, limit, modes, model, beams, max_tokens, batch_size, 
                       pct(s.approximate_accuracy), pct(s.approximate_precision), f"{r.seconds / s.total:.2f}")
     Console().print(table)
     if out:
-        payload = {"dataset": "kamel", "data": str(root), "split": split, "model": model, "beams": beams,
+        payload = {"dataset": "kamel", "data": str(root), "split": split, "model": model, "dtype": dtype, "beams": beams,
                    "max_tokens": max_tokens, "results": [r.as_dict() for r in results]}
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(out.suffix + ".tmp")

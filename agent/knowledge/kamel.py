@@ -15,7 +15,6 @@ entries that are not ``P<digits>`` folders (``config.json``) are not relations.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from pathlib import Path
 
 from agent.errors import FactweaveError, InputError
 from agent.knowledge.facts import Fact
-from agent.knowledge.rows import checked_fact, numbered_lines
+from agent.knowledge.rows import checked_fact, json_objects, numbered_lines
 
 DEFAULT_SPLITS: tuple[str, ...] = ("train", "dev", "test")
 _RELATION_ID = re.compile(r"P[1-9][0-9]*")
@@ -141,16 +140,7 @@ def _names(entry: object, path: Path, line: int) -> tuple[str, ...]:
 
 
 def _rows(path: Path) -> Iterator[_Row]:
-    for line_number, line in numbered_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            message = f"invalid JSON: {error.msg} (column {error.colno})"
-            raise InputError(path, line_number, message) from None
-        if not isinstance(row, dict):
-            raise InputError(path, line_number, "expected a JSON object per line")
+    for line_number, row in json_objects(path):
         subject, objects = row.get("sub_label"), row.get("obj_label")
         if not isinstance(subject, str) or not subject.strip():
             raise InputError(path, line_number, "'sub_label' must be a non-empty string")

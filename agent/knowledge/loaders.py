@@ -14,7 +14,6 @@ is ``"<file name>:<line>"`` unless the row names its own.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from agent.errors import FactweaveError, InputError
 from agent.knowledge.facts import Fact
 from agent.knowledge.kamel import DEFAULT_SPLITS, read_kamel
 from agent.knowledge.ntriples import read_ntriples
-from agent.knowledge.rows import checked_fact, numbered_lines
+from agent.knowledge.rows import checked_fact, json_objects, numbered_lines
 
 __all__ = [
     "SUPPORTED_FORMATS",
@@ -63,16 +62,7 @@ def read_jsonl(path: str | Path) -> Iterator[Fact]:
     """Yield a fact per JSON object line with string keys ``subject``, ``predicate``, ``object``
     and optionally ``source``; blank lines are skipped, anything else is an :class:`InputError`."""
     path = Path(path)
-    for line_number, line in numbered_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            message = f"invalid JSON: {error.msg} (column {error.colno})"
-            raise InputError(path, line_number, message) from None
-        if not isinstance(row, dict):
-            raise InputError(path, line_number, f"expected a JSON object, got {type(row).__name__}")
+    for line_number, row in json_objects(path):
         for key in _JSON_KEYS:
             if key not in row:
                 raise InputError(path, line_number, f"missing key {key!r}")

@@ -6,6 +6,7 @@ name ends in ``.gz`` is decompressed while it is read; nothing is unpacked to di
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,23 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             if line_number == 1 and text.startswith(_BOM):
                 text = text[1:]
             yield line_number, text.rstrip("\r\n")
+
+
+def json_objects(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for each non-blank line of a JSON Lines file; a line that
+    is not valid JSON, or not an object, is an :class:`InputError`."""
+    path = Path(path)
+    for line_number, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            message = f"invalid JSON: {error.msg} (column {error.colno})"
+            raise InputError(path, line_number, message) from None
+        if not isinstance(row, dict):
+            raise InputError(path, line_number, f"expected a JSON object, got {type(row).__name__}")
+        yield line_number, row
 
 
 def checked_fact(
