@@ -152,7 +152,8 @@ def ask(question, model, kb, index_path, inverse, beams, max_tokens, device, dty
         text.stylize("bold green", span.start, span.end)
     con.print(text)
     con.print()
-    con.print(f"[bold]Answer:[/bold] {answer.answer or '(none: generation stopped before an answer)'}")
+    if answer.truncated:
+        con.print("[yellow]No Answer: line: generation stopped at --max-tokens.[/yellow]")
     if answer.facts:
         con.print(f"[green]{len(answer.facts)} fact(s) constrained to the knowledge base:[/green]")
         for span in answer.facts:
@@ -215,7 +216,7 @@ def eval_kamel(data, split, limit, modes, model, beams, max_tokens, batch_size, 
         s = r.score
         table.add_row(r.mode, f"{s.answered}/{s.total}", pct(s.exact_accuracy), pct(s.exact_precision),
                       pct(s.approximate_accuracy), pct(s.approximate_precision), f"{r.seconds / s.total:.2f}")
-    Console().print(table)
+    Console(width=max(100, Console().width)).print(table)
     if out:
         payload = {"dataset": "kamel", "data": str(root), "split": split, "model": model, "dtype": dtype, "beams": beams,
                    "max_tokens": max_tokens, "results": [r.as_dict() for r in results]}
