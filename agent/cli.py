@@ -32,18 +32,19 @@ def cli() -> None:
 
 @cli.command("models")
 def models_cmd() -> None:
-    """List the packaged model presets and the default.
+    """List the packaged model presets, their PyPI packages, and whether they are installed.
 
     \b
     Example:
       factweave models
     """
-    from .models import PRESETS
+    from .models import PRESETS, preset_installed, preset_requirements
     from .runtime import DEFAULT_MODEL
 
     for name, preset in PRESETS.items():
         mark = " (default)" if name == DEFAULT_MODEL else ""
-        click.echo(f"{name}{mark}\t{preset.description}")
+        state = "installed" if preset_installed(preset) else "not installed"
+        click.echo(f"{name}{mark}\t{preset.description}\t{state}: {preset_requirements(preset)}")
 
 
 @cli.group("index")

@@ -270,6 +270,16 @@ def _part_paths(preset: ModelPreset) -> list[Path]:
     return paths
 
 
+def preset_installed(preset: ModelPreset) -> bool:
+    """Whether every package that carries ``preset``'s weights is installed."""
+    return all(_package_dir(module) is not None for module, _ in preset.parts)
+
+
+def preset_requirements(preset: ModelPreset) -> str:
+    """The pinned packages of ``preset`` in one short line (``a-part1..6==0.9.0``)."""
+    return _requirement_summary(preset)
+
+
 def _requirement_per_part(preset: ModelPreset) -> tuple[str, ...]:
     if len(preset.requirements) == len(preset.parts):
         return preset.requirements

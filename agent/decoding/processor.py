@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import torch
 from transformers import LogitsProcessor
 
@@ -67,13 +68,19 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
             state = self._state(item, seq)
             states[(item, *seq)] = state
             if state.active:
-                allowed = torch.from_numpy(self.tracker.allowed(state)).to(scores.device)
+                allowed = _as_index(self.tracker.allowed(state), scores.device)
                 keep = scores[row, allowed]
                 scores[row] = float("-inf")
                 scores[row, allowed] = keep
             else:
                 banned = self.tracker.forbidden_free(state)
                 if len(banned):
-                    scores[row, torch.from_numpy(banned).to(scores.device)] = float("-inf")
+                    scores[row, _as_index(banned, scores.device)] = float("-inf")
         self._states = states
         return scores
+
+
+def _as_index(tokens: np.ndarray, device: torch.device) -> torch.Tensor:
+    """Token ids as a long tensor on ``device``. Copies: index arrays may be read-only views of a
+    loaded file, which ``torch.from_numpy`` would share (and warn about)."""
+    return torch.tensor(tokens, dtype=torch.long, device=device)
