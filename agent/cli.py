@@ -212,7 +212,7 @@ def eval_kamel(data, split, limit, modes, model, beams, max_tokens, batch_size, 
     table = Table(title=f"KAMEL {split}, {len(questions)} questions, {model} ({dtype or 'default dtype'}), beams={beams}")
     for col in ("mode", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "s/question"):
         table.add_column(col, justify="left" if col == "mode" else "right")
-    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"
     for r in results:
         s = r.score
         table.add_row(r.mode, f"{s.answered}/{s.total}", pct(s.exact_accuracy), pct(s.exact_precision),

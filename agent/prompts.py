@@ -40,7 +40,7 @@ class FewShotPrompt:
     examples: tuple[Example, ...]
 
     @classmethod
-    def load(cls, folder: str = "refactx") -> "FewShotPrompt":
+    def load(cls, folder: str = "refactx") -> FewShotPrompt:
         root = prompts_dir() / folder
         examples = []
         for path in sorted(root.glob("example-*.txt")):

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from agent.knowledge.facts import verbalize
-from conftest import REPO
 
 
 def run(*args: str, cache: Path, check: bool = True) -> subprocess.CompletedProcess:

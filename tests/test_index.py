@@ -5,13 +5,13 @@ import random
 
 import numpy as np
 import pytest
+from conftest import word_tokenizer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.errors import FactweaveError, IndexMismatchError
 from agent.index import FactIndex, load_index, save_index
 from agent.knowledge.facts import Fact
-from conftest import word_tokenizer
 
 sequences = st.lists(st.lists(st.integers(0, 6), min_size=1, max_size=6), min_size=1, max_size=40)
 

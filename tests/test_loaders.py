@@ -9,7 +9,13 @@ import pytest
 
 from agent.errors import FactweaveError, InputError
 from agent.knowledge.facts import Fact
-from agent.knowledge.loaders import load_facts, read_jsonl, read_kamel, read_ntriples, read_tsv
+from agent.knowledge.loaders import (
+    load_facts,
+    read_jsonl,
+    read_kamel,
+    read_ntriples,
+    read_tsv,
+)
 from agent.knowledge.ntriples import iri_label, parse_line
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -4,11 +4,11 @@ from __future__ import annotations
 import math
 
 import torch
+from conftest import word_tokenizer
 
 from agent.decoding import FactConstrainedLogitsProcessor, FactTracker, TokenVocab
 from agent.index import FactIndex
 from agent.knowledge.facts import Fact
-from conftest import word_tokenizer
 
 FACTS = [Fact("Paris", "country", "France", "t:1"), Fact("Paris", "capital of", "France", "t:2")]
 

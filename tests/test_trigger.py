@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import word_tokenizer
 
 from agent.decoding.vocab import OTHER, TokenVocab, advance_line
-from conftest import word_tokenizer
 
 
 def fires(text: str, line: str | None = "") -> list[int]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList

@@ -1,7 +1,7 @@
 """ReFactX constrained decoding as a transformers ``LogitsProcessor``."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch

@@ -1,8 +1,9 @@
 """Constrained facts as character spans of the generated text."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)

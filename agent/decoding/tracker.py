@@ -6,7 +6,8 @@ tokens, so both always agree on where each constrained fact starts and ends.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 

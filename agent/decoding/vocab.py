@@ -29,9 +29,7 @@ def advance_line(line: str | None, piece: str) -> tuple[str | None, bool]:
         fired = False
         if ch == "\n":
             line = ""
-        elif line is OTHER:
-            continue
-        elif line == "" and ch in " \t":
+        elif line is OTHER or (line == "" and ch in " \t"):
             continue
         else:
             cand = line + ch.lower()
@@ -63,7 +61,7 @@ class TokenVocab:
     eos_ids: frozenset[int]
 
     @classmethod
-    def from_tokenizer(cls, tokenizer: Any, vocab_size: int | None = None) -> "TokenVocab":
+    def from_tokenizer(cls, tokenizer: Any, vocab_size: int | None = None) -> TokenVocab:
         n = max(vocab_size or 0, len(tokenizer))
         ids = list(range(len(tokenizer)))
         pieces = list(tokenizer.batch_decode([[i] for i in ids], skip_special_tokens=False,

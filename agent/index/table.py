@@ -1,8 +1,8 @@
 """A compact, immutable table of facts: four UTF-8 blobs with offsets, no Python objects per row."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -26,7 +26,7 @@ class FactTable:
     arrays: dict[str, np.ndarray]
 
     @classmethod
-    def from_facts(cls, facts: Iterable[Fact]) -> "FactTable":
+    def from_facts(cls, facts: Iterable[Fact]) -> FactTable:
         facts = list(facts)
         arrays: dict[str, np.ndarray] = {}
         for col in COLUMNS:

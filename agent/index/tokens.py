@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 TRIGGER = "Fact:"
 # Bump when the way facts are tokenized changes: old indexes then no longer match.

@@ -19,8 +19,9 @@ Usage::
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -49,7 +50,7 @@ class FactIndex:
 
     # ---- building -------------------------------------------------------------------------
     @classmethod
-    def build(cls, facts: Iterable[Fact], tokenizer: Any, *, progress: bool = False) -> "FactIndex":
+    def build(cls, facts: Iterable[Fact], tokenizer: Any, *, progress: bool = False) -> FactIndex:
         """Tokenize ``facts`` with ``tokenizer`` and build the tree; duplicates (same text) collapse,
         the first occurrence keeps its provenance."""
         unique: dict[str, Fact] = {}
@@ -66,7 +67,7 @@ class FactIndex:
     @classmethod
     def from_token_ids(
         cls, sequences: Sequence[Sequence[int]], facts: Sequence[Fact], fingerprint: str, *, progress: bool = False
-    ) -> "FactIndex":
+    ) -> FactIndex:
         """Build from already tokenized facts (``sequences[i]`` is fact ``i``). Sequences that are
         equal collapse into one fact; the surviving facts are renumbered in input order."""
         if len(sequences) != len(facts):

@@ -46,7 +46,7 @@ class Fact:
     def text(self) -> str:
         return verbalize(self.subject, self.predicate, self.object)
 
-    def inverse(self, predicate: str | None = None) -> "Fact":
+    def inverse(self, predicate: str | None = None) -> Fact:
         """The same knowledge read tail to head, for ``<object> <inverse> <subject> .``."""
         return replace(
             self,

@@ -90,8 +90,7 @@ SUPPORTED_FORMATS = ".tsv, .jsonl, .ndjson, .nt (each also as .gz) or a KAMEL fo
 
 def _reader_for(path: Path) -> Reader | None:
     name = path.name.lower()
-    if name.endswith(".gz"):
-        name = name[: -len(".gz")]
+    name = name.removesuffix(".gz")
     return _READERS.get(Path(name).suffix)
 
 
