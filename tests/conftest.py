@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures that start real servers live in their own modules.
+pytest_plugins = ["graph_fixtures", "vector_fixtures", "llm_fixtures"]
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -1,0 +1,1 @@
+"""The knowledge web: documents, atomic facts, keywords, the graph and the vector index."""
