@@ -1,0 +1,351 @@
+"""Chat clients: one ``complete(messages) -> str`` interface over an OpenAI-compatible endpoint
+(GPT, vLLM, llama.cpp, ``factweave llm serve``, ...) or a local transformers model.
+
+Example::
+
+    chat = OpenAIChat("gpt-4o-mini")                          # key from OPENAI_API_KEY
+    local = LocalChat("smollm2-135m")                         # packaged weights, CPU
+    for client in (chat, local):
+        print(client.complete([{"role": "user", "content": "2+2?"}], max_tokens=8))
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from agent.errors import FactweaveError
+
+if TYPE_CHECKING:
+    from agent.models import LoadedModel
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, str]
+
+# OpenAI's own endpoint, used when neither base_url nor OPENAI_BASE_URL names another server.
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# The model asked of api.openai.com when none is named: a small, cheap chat model.
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+# Local OpenAI-compatible servers ignore the key, but the SDK refuses to start without one.
+_PLACEHOLDER_KEY = "factweave-no-key"
+# Anything that looks like an OpenAI-style secret, also in partial echoes such as "sk-ab***yz".
+_SECRET_LIKE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_*\-.]{4,}")
+_MAX_MESSAGE_CHARS = 300
+
+
+class ChatError(FactweaveError):
+    """A chat call that failed: one line naming the endpoint and model, never the key."""
+
+
+@runtime_checkable
+class ChatClient(Protocol):
+    """Anything that turns chat messages into a reply.
+
+    ``name`` identifies the model (it is what ``/v1/models`` lists when served).
+    Implementations raise :class:`ChatError` (a one-line ``FactweaveError``) on failure.
+
+    Example::
+
+        def ask(client: ChatClient, text: str) -> str:
+            return client.complete([{"role": "user", "content": text}], max_tokens=32)
+    """
+
+    name: str
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> str: ...
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= _MAX_MESSAGE_CHARS else flat[:_MAX_MESSAGE_CHARS] + "..."
+
+
+# --- OpenAI-compatible endpoints ----------------------------------------------------------
+
+
+class OpenAIChat:
+    """A chat model behind an OpenAI-compatible HTTP API, through the ``openai`` SDK.
+
+    The key comes from ``api_key``, else ``OPENAI_API_KEY``; the endpoint from ``base_url``,
+    else ``OPENAI_BASE_URL``, else api.openai.com. A custom endpoint without any key gets a
+    placeholder key (local servers do not check it). ``timeout`` is seconds per attempt; the
+    SDK retries connection errors, 408/409/429 and 5xx up to ``max_retries`` times with
+    backoff. Failures raise :class:`ChatError` naming the endpoint and model; the key is
+    scrubbed from every message and never logged.
+
+    Example::
+
+        chat = OpenAIChat("smollm2-135m", base_url="http://127.0.0.1:8000/v1")
+        chat.complete([{"role": "user", "content": "Capital of France?"}], max_tokens=16)
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30,
+        max_retries: int = 3,
+    ) -> None:
+        from openai import OpenAI
+
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        if key is None:
+            if url is None:
+                raise ChatError(
+                    f"chat model {model!r} at {OPENAI_DEFAULT_BASE_URL}: OPENAI_API_KEY is not "
+                    "set; set it, or pass base_url for a local OpenAI-compatible server"
+                )
+            key = _PLACEHOLDER_KEY
+        # Kept only to scrub it from error text; never part of repr, logs or messages.
+        self._secret = key if key != _PLACEHOLDER_KEY else None
+        self.model = model
+        self.name = model
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self._client = OpenAI(
+            base_url=url or OPENAI_DEFAULT_BASE_URL,
+            api_key=key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
+        self.base_url = str(self._client.base_url).rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"OpenAIChat(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> str:
+        """The assistant's reply text to ``messages`` (empty string when it sent none)."""
+        import openai
+
+        extra: dict[str, Any] = {"stop": list(stop)} if stop else {}
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                max_tokens=max_tokens,
+                temperature=temperature,
+                **extra,
+            )
+        except openai.APITimeoutError:
+            raise self._error(
+                f"timed out after {self.timeout:g} s per attempt "
+                f"({self.max_retries} retries)"
+            ) from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise self._error(f"could not connect ({_one_line(str(cause))})") from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            # The body of a 401 echoes part of the key, so it is left out entirely.
+            raise self._error(
+                f"HTTP {exc.status_code}: the server refused the API key; check OPENAI_API_KEY"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise self._error(f"HTTP {exc.status_code}: {exc.message}") from None
+        except openai.OpenAIError as exc:
+            raise self._error(f"{type(exc).__name__}: {exc}") from None
+        # `from None` above: the SDK's exception (and its request) must not ride along in
+        # tracebacks, where a header or an echoed key could leak.
+        if not response.choices:
+            raise self._error("the reply had no choices")
+        return response.choices[0].message.content or ""
+
+    def _error(self, what: str) -> ChatError:
+        return ChatError(f"chat model {self.model!r} at {self.base_url}: {self._scrub(what)}")
+
+    def _scrub(self, text: str) -> str:
+        text = _one_line(text)
+        if self._secret:
+            text = text.replace(self._secret, "***")
+        return _SECRET_LIKE.sub("***", text)
+
+
+# --- local transformers models ------------------------------------------------------------
+
+
+class _StopOnStrings:
+    """Stops generation once the text generated so far contains any of ``stop``.
+
+    Decodes only the new tokens (not the prompt), so a stop string inside the prompt never
+    ends generation early.
+    """
+
+    def __init__(self, tokenizer: Any, prompt_len: int, stop: Sequence[str]) -> None:
+        self.tokenizer, self.prompt_len, self.stop = tokenizer, prompt_len, tuple(stop)
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        text = self.tokenizer.decode(input_ids[0, self.prompt_len:], skip_special_tokens=True)
+        done = any(s in text for s in self.stop)
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
+def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """``text`` up to (not including) the earliest stop string, as OpenAI servers do."""
+    cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
+    return text if cut < 0 else text[:cut]
+
+
+class LocalChat:
+    """A local transformers model as a chat client: chat template, then ``generate``.
+
+    ``model`` is a preset name, a folder, a Hub id, or an already :class:`LoadedModel`
+    (default: ``agent.runtime.DEFAULT_MODEL``). ``temperature=0`` decodes greedily; a
+    positive temperature samples. One lock serialises calls, because one model and its
+    fast tokenizer must not run two generations at once.
+
+    Example::
+
+        chat = LocalChat("smollm2-135m")
+        chat.complete([{"role": "user", "content": "Name a colour."}], max_tokens=8, stop=["\\n"])
+    """
+
+    def __init__(
+        self,
+        model: str | LoadedModel | None = None,
+        *,
+        device: str | None = None,
+        dtype: str | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        from agent.models import LoadedModel, load_model
+
+        if model is None:
+            from agent.runtime import DEFAULT_MODEL
+
+            model = DEFAULT_MODEL
+        if not isinstance(model, LoadedModel):
+            model = load_model(model, device=device, dtype=dtype, cache_dir=cache_dir)
+        self.loaded = model
+        self.name = model.name
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LocalChat(model={self.name!r})"
+
+    def render(self, messages: list[Message]) -> str:
+        """The prompt text: the tokenizer's chat template, else plain ``role: content`` lines."""
+        tokenizer = self.loaded.tokenizer
+        if getattr(tokenizer, "chat_template", None):
+            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        lines = [f"{m['role']}: {m['content']}" for m in messages]
+        return "\n".join([*lines, "assistant:"])
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> str:
+        """The model's reply to ``messages``, cut before the first ``stop`` string."""
+        import torch
+        from transformers import StoppingCriteriaList
+
+        model, tokenizer = self.loaded.model, self.loaded.tokenizer
+        prompt = self.render(messages)
+        sampling: dict[str, Any] = (
+            {"do_sample": True, "temperature": float(temperature)}
+            if temperature > 0
+            else {"do_sample": False}
+        )
+        with self._lock:
+            try:
+                enc = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+                enc = {k: v.to(model.device) for k, v in enc.items()}
+                prompt_len = enc["input_ids"].shape[1]
+                criteria = StoppingCriteriaList(
+                    [_StopOnStrings(tokenizer, prompt_len, stop)] if stop else []
+                )
+                with torch.inference_mode():
+                    out = model.generate(
+                        **enc,
+                        max_new_tokens=max_tokens,
+                        stopping_criteria=criteria,
+                        pad_token_id=tokenizer.pad_token_id,
+                        eos_token_id=tokenizer.eos_token_id,
+                        **sampling,
+                    )
+                text = tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True)
+            except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+                raise ChatError(f"local model {self.name!r}: {_one_line(str(exc))}") from exc
+        return _cut_at_stop(text, stop) if stop else text
+
+
+# --- choosing one from the environment ----------------------------------------------------
+
+
+def chat_client_from_env(
+    model: str | None = None,
+    base_url: str | None = None,
+    local_model: str | LoadedModel | None = None,
+    *,
+    timeout: float = 30,
+    max_retries: int = 3,
+) -> ChatClient:
+    """The chat client the environment asks for.
+
+    Precedence, first match wins:
+
+    1. ``base_url`` argument, else ``OPENAI_BASE_URL``: :class:`OpenAIChat` against that
+       server (key from ``OPENAI_API_KEY`` or a placeholder). The model is ``model``, else
+       ``FACTWEAVE_LLM_MODEL``, else the first one the server lists at ``/v1/models``.
+    2. ``OPENAI_API_KEY`` set: :class:`OpenAIChat` against api.openai.com with ``model``,
+       else ``FACTWEAVE_LLM_MODEL``, else ``gpt-4o-mini``.
+    3. Otherwise :class:`LocalChat` over ``local_model`` (a preset, folder, Hub id or
+       :class:`LoadedModel`; default ``DEFAULT_MODEL``).
+
+    Example::
+
+        chat = chat_client_from_env()                    # local model when nothing is set
+        chat = chat_client_from_env(base_url="http://127.0.0.1:8000/v1")
+    """
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    name = model or os.environ.get("FACTWEAVE_LLM_MODEL") or None
+    if url is not None:
+        return OpenAIChat(
+            name or _first_served_model(url, timeout), base_url=url, timeout=timeout,
+            max_retries=max_retries,
+        )
+    if os.environ.get("OPENAI_API_KEY"):
+        return OpenAIChat(name or OPENAI_DEFAULT_MODEL, timeout=timeout, max_retries=max_retries)
+    return LocalChat(local_model)
+
+
+def _first_served_model(base_url: str, timeout: float) -> str:
+    """The first model id a server lists: local servers usually serve exactly one."""
+    import openai
+
+    probe = OpenAIChat("?", base_url=base_url, timeout=timeout, max_retries=1)
+    try:
+        models = list(probe._client.models.list())
+    except openai.OpenAIError as exc:
+        raise probe._error(
+            f"could not list the served models ({type(exc).__name__}); name one with "
+            "model= or FACTWEAVE_LLM_MODEL"
+        ) from None
+    if not models:
+        raise ChatError(f"{probe.base_url}/models lists no model; name one with FACTWEAVE_LLM_MODEL")
+    return models[0].id
