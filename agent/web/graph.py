@@ -1,0 +1,459 @@
+"""The knowledge web's graph: documents, chunks, facts and keywords behind the official Bolt driver.
+
+Every statement here is a constant string with ``$parameters``: labels and relationship types
+are the module constants below, and nothing from a document or a question is ever spliced
+into Cypher text. That is what keeps an "injection" inside a document inert: it arrives as a
+parameter value and is stored and matched as plain text.
+
+Portability: the statements keep to the subset that Neo4j 5 and ArcadeDB's Bolt plugin (the
+embedded default; ArcadeDB 26.10) both run, checked against ArcadeDB here: ``MERGE`` with
+``ON CREATE SET``, ``SET n += $map``, ``UNWIND`` over lists of maps, ``WITH count(*)`` to
+join two ``UNWIND`` stages, ``IN $list``, ``collect(DISTINCT ...)``, ``properties(n)``,
+``ORDER BY`` + ``LIMIT $n``, ``DETACH DELETE`` and
+``CREATE CONSTRAINT name IF NOT EXISTS FOR (n:L) REQUIRE n.id IS UNIQUE``. The one statement
+that differs by backend is the schema: Neo4j 4.x (and servers where a plain index already
+covers ``id``) reject that constraint, so :meth:`GraphStore.ensure_schema` falls back to
+``CREATE INDEX name IF NOT EXISTS FOR (n:L) ON (n.id)``. Not used, because ArcadeDB's Bolt
+plugin lacks them: ``CREATE DATABASE`` (ArcadeDB answers "only CREATE CONSTRAINT, CREATE
+INDEX and CREATE USER"), APOC and vector-index procedures.
+
+Round trips: :meth:`GraphStore.write_chunk` is one Cypher statement in one managed write
+transaction, whatever the number of facts and keywords. Traced with the driver's debug log
+against ArcadeDB: three Bolt round trips per chunk (BEGIN; RUN+PULL pipelined; COMMIT), about
+16 ms per chunk of 5 facts x 3 keywords on the 2-core build machine. Triples go 500 per
+statement (5,000 triples with links in ~1 s).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Self
+
+from agent.errors import FactweaveError
+
+log = logging.getLogger(__name__)
+
+# Labels and relationship types: the only names that ever appear in Cypher text.
+DOCUMENT = "Document"
+CHUNK = "Chunk"
+FACT = "Fact"
+KEYWORD = "Keyword"
+HAS_CHUNK = "HAS_CHUNK"
+HAS_FACT = "HAS_FACT"
+MENTIONS = "MENTIONS"
+LABELS = (DOCUMENT, CHUNK, FACT, KEYWORD)
+
+DEFAULT_HINT = "start Neo4j or drop --graph-uri to use the embedded server"
+TRIPLE_BATCH = 500
+_BOLT_SCHEMES = frozenset(
+    f"{base}{tls}" for base in ("bolt", "neo4j") for tls in ("", "+s", "+ssc"))
+_OS_REASON = re.compile(r"\[Errno -?\d+\]\s*([^()\[\]]+)")
+
+# --- statements (constants; inputs only ever travel as parameters) ------------------------
+
+_SCHEMA = tuple(
+    (
+        (
+            f"CREATE CONSTRAINT factweave_{label.lower()}_id IF NOT EXISTS "
+            f"FOR (n:{label}) REQUIRE n.id IS UNIQUE"
+        ),
+        f"CREATE INDEX factweave_{label.lower()}_id_index IF NOT EXISTS FOR (n:{label}) ON (n.id)",
+    )
+    for label in LABELS
+)
+
+# Links are written after the facts in the same statement. `WITH count(*)` collapses the
+# fact rows to exactly one row (also when there were no facts), so the second UNWIND runs
+# once and an empty fact list cannot swallow the links or the chunk.
+_LINK_KEYWORDS = f"""
+WITH count(*) AS facts_written
+UNWIND $links AS link
+MATCH (f:{FACT} {{id: link.fact_id}})
+MERGE (k:{KEYWORD} {{id: link.keyword_id}})
+  ON CREATE SET k.name = link.name
+MERGE (f)-[:{MENTIONS}]->(k)
+RETURN count(*) AS links_written
+"""
+
+# The chunk's `done` flag is in $chunk, so it commits with its facts or not at all.
+_WRITE_CHUNK = f"""
+MERGE (d:{DOCUMENT} {{id: $doc.id}})
+SET d += $doc
+MERGE (c:{CHUNK} {{id: $chunk.id}})
+SET c += $chunk
+MERGE (d)-[:{HAS_CHUNK}]->(c)
+WITH c
+UNWIND $facts AS row
+MERGE (f:{FACT} {{id: row.id}})
+SET f += row
+MERGE (c)-[:{HAS_FACT}]->(f)
+{_LINK_KEYWORDS}"""
+
+_WRITE_FACTS = f"""
+UNWIND $facts AS row
+MERGE (f:{FACT} {{id: row.id}})
+SET f += row
+{_LINK_KEYWORDS}"""
+
+_DONE_CHUNKS = f"MATCH (c:{CHUNK}) WHERE c.id IN $ids AND c.done = true RETURN c.id AS id"
+
+_FACTS_FOR_KEYWORDS = f"""
+MATCH (k:{KEYWORD})<-[:{MENTIONS}]-(f:{FACT})
+WHERE k.id IN $ids
+WITH f, collect(DISTINCT k.id) AS matched
+RETURN properties(f) AS fact, matched
+ORDER BY size(matched) DESC, f.id
+"""
+_FACTS_FOR_KEYWORDS_LIMIT = _FACTS_FOR_KEYWORDS + "LIMIT $limit"
+
+_FACTS_BY_IDS = f"MATCH (f:{FACT}) WHERE f.id IN $ids RETURN properties(f) AS fact"
+
+_KEYWORDS_OF_FACTS = f"""
+MATCH (f:{FACT})-[:{MENTIONS}]->(k:{KEYWORD})
+WHERE f.id IN $ids
+RETURN f.id AS fact, collect(DISTINCT k.id) AS keywords
+"""
+
+_COUNTS = {
+    "documents": f"MATCH (n:{DOCUMENT}) RETURN count(n) AS n",
+    "chunks": f"MATCH (n:{CHUNK}) RETURN count(n) AS n",
+    "chunks_done": f"MATCH (n:{CHUNK}) WHERE n.done = true RETURN count(n) AS n",
+    "facts": f"MATCH (n:{FACT}) RETURN count(n) AS n",
+    "keywords": f"MATCH (n:{KEYWORD}) RETURN count(n) AS n",
+    "has_chunk": f"MATCH (:{DOCUMENT})-[r:{HAS_CHUNK}]->(:{CHUNK}) RETURN count(r) AS n",
+    "has_fact": f"MATCH (:{CHUNK})-[r:{HAS_FACT}]->(:{FACT}) RETURN count(r) AS n",
+    "mentions": f"MATCH (:{FACT})-[r:{MENTIONS}]->(:{KEYWORD}) RETURN count(r) AS n",
+}
+
+# Deleting in slices keeps each transaction small on a large graph.
+_CLEAR_SLICE = 10_000
+_CLEAR = {
+    label: f"MATCH (n:{label}) WITH n LIMIT $limit DETACH DELETE n RETURN count(*) AS deleted"
+    for label in LABELS
+}
+
+# --- input shaping ------------------------------------------------------------------------
+
+_Scalar = (str, int, float, bool)
+
+
+def _properties(item: dict[str, Any], what: str) -> dict[str, Any]:
+    """Keep what a graph property can hold; reject what it cannot, naming the key.
+
+    None is dropped rather than stored: in `SET n += map` a null would delete the property.
+    """
+    props: dict[str, Any] = {}
+    for key, value in item.items():
+        if value is None:
+            continue
+        if not isinstance(key, str):
+            raise TypeError(f"{what}: property names must be strings, got {key!r}")
+        if isinstance(value, _Scalar):
+            props[key] = value
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, _Scalar) for v in value):
+            props[key] = list(value)
+        else:
+            raise TypeError(f"{what}: property {key!r} is a {type(value).__name__}, "
+                             "which a graph property cannot hold")
+    if not isinstance(props.get("id"), str) or not props["id"]:
+        raise ValueError(f"{what}: needs a non-empty string 'id', got {item.get('id')!r}")
+    return props
+
+
+def _unique_by_id(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Last one wins, like two SETs would; one row per id keeps MERGE from racing itself."""
+    return list({row["id"]: row for row in rows}.values())
+
+
+def _link_rows(links: Iterable[dict[str, Any]]) -> list[dict[str, str]]:
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for link in links:
+        fact_id, keyword_id = link.get("fact_id"), link.get("keyword_id")
+        if not isinstance(fact_id, str) or not isinstance(keyword_id, str):
+            raise TypeError(f"a keyword link needs string 'fact_id' and 'keyword_id': {link!r}")
+        name = link.get("name")
+        rows[(fact_id, keyword_id)] = {
+            "fact_id": fact_id,
+            "keyword_id": keyword_id,
+            "name": name if isinstance(name, str) and name else keyword_id,
+        }
+    return list(rows.values())
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# --- the store ----------------------------------------------------------------------------
+
+
+class GraphStore:
+    """Reads and writes the knowledge web through one Bolt driver (Neo4j 5 or ArcadeDB)."""
+
+    def __init__(
+        self,
+        uri: str,
+        user: str = "neo4j",
+        password: str = "",
+        database: str | None = None,
+        *,
+        start_hint: str = DEFAULT_HINT,
+        connection_timeout: float = 10.0,
+        retry_seconds: float = 15.0,
+    ) -> None:
+        import neo4j
+
+        self.uri = uri
+        self.user = user
+        self.database = database
+        self._start_hint = start_hint
+        self._schema_ready = False
+        scheme = uri.split("://", 1)[0] if "://" in uri else ""
+        if scheme not in _BOLT_SCHEMES:
+            # neo4j 6 would also take http:// (its Query API preview), which is not Bolt.
+            raise FactweaveError(
+                f"graph database at {uri}: invalid address (expected bolt:// or neo4j://, "
+                "optionally +s or +ssc)"
+            )
+        try:
+            self._driver = neo4j.GraphDatabase.driver(
+                uri,
+                auth=(user, password),
+                connection_timeout=connection_timeout,
+                max_transaction_retry_time=retry_seconds,
+            )
+        except (ValueError, neo4j.exceptions.DriverError) as exc:
+            raise FactweaveError(
+                f"graph database at {uri}: invalid address or settings ({_one_line(exc)})"
+            ) from None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def verify(self) -> None:
+        """Fail now, in one line, rather than halfway through a build."""
+        with self._errors():
+            self._driver.verify_connectivity()
+            with self._session() as session:
+                session.run("RETURN 1 AS ok").consume()
+
+    def close(self) -> None:
+        self._driver.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"GraphStore({self.uri!r}, database={self.database!r})"
+
+    # -- schema --------------------------------------------------------------------------
+
+    def ensure_schema(self) -> None:
+        """Uniqueness on every label's id, so MERGE is an index lookup and ids stay unique.
+
+        Idempotent (IF NOT EXISTS). A backend that refuses the constraint (Neo4j 4.x syntax,
+        duplicates already present, or an existing plain index on the same property) gets a
+        plain index instead: MERGE stays fast, uniqueness then rests on MERGE alone.
+        """
+        import neo4j
+
+        with self._errors(), self._session() as session:
+            for constraint, index in _SCHEMA:
+                try:
+                    session.run(constraint).consume()
+                    continue
+                except neo4j.exceptions.ClientError as exc:
+                    log.info("graph: constraint refused (%s); using a plain index", exc.code)
+                try:
+                    session.run(index).consume()
+                except neo4j.exceptions.ClientError as exc:
+                    if "AlreadyExists" not in (exc.code or ""):
+                        raise
+        self._schema_ready = True
+
+    def _ensure_schema_once(self) -> None:
+        if not self._schema_ready:
+            self.ensure_schema()
+
+    # -- writes --------------------------------------------------------------------------
+
+    def write_chunk(
+        self,
+        doc: dict[str, Any],
+        chunk: dict[str, Any],
+        facts: list[dict[str, Any]],
+        links: list[dict[str, Any]],
+    ) -> None:
+        """Store one chunk with its document, facts and keyword links, all or nothing.
+
+        ``doc``: id, title, source (+ scalar extras). ``chunk``: id, index, start, end.
+        ``facts``: id, text (+ provenance: start, end, ...); kind, doc_id and chunk_id are
+        filled in. ``links``: ``{"fact_id", "keyword_id", "name"?}``. The chunk is marked
+        ``done`` in the same transaction, so a build killed midway resumes by skipping
+        :meth:`done_chunks` and never finds a chunk marked done without its facts. Every
+        node and edge is MERGEd: writing the same chunk twice changes nothing. Malformed
+        input raises TypeError/ValueError before anything is sent.
+        """
+        doc_props = _properties(doc, "document")
+        chunk_props = _properties(chunk, "chunk")
+        chunk_props.update(doc_id=doc_props["id"], done=True)
+        fact_rows = _unique_by_id(
+            {"kind": "document", **_properties(fact, "fact"),
+             "doc_id": doc_props["id"], "chunk_id": chunk_props["id"]}
+            for fact in facts
+        )
+        params = {"doc": doc_props, "chunk": chunk_props, "facts": fact_rows,
+                  "links": _link_rows(links)}
+        self._ensure_schema_once()
+        self._write(_WRITE_CHUNK, params)
+
+    def write_triples(
+        self,
+        facts: list[dict[str, Any]],
+        links: list[dict[str, Any]],
+        source: str,
+        batch_size: int = TRIPLE_BATCH,
+    ) -> None:
+        """Store knowledge-base triples as facts with no document or chunk, in batches.
+
+        ``facts``: id, subject, predicate, object (+ text; composed from the triple when
+        missing). Each batch carries its facts' keyword links, so a batch is complete on
+        its own; links to facts outside ``facts`` go in a last batch. Idempotent.
+        """
+        rows = _unique_by_id(
+            {"text": " ".join(str(fact.get(k, "")) for k in ("subject", "predicate", "object")),
+             **_properties(fact, "triple"), "kind": "triple", "source": source}
+            for fact in facts
+        )
+        link_rows = _link_rows(links)
+        by_fact: dict[str, list[dict[str, str]]] = {}
+        for link in link_rows:
+            by_fact.setdefault(link["fact_id"], []).append(link)
+        self._ensure_schema_once()
+        for start in range(0, len(rows), max(1, batch_size)):
+            batch = rows[start : start + batch_size]
+            batch_links = [link for row in batch for link in by_fact.pop(row["id"], [])]
+            self._write(_WRITE_FACTS, {"facts": batch, "links": batch_links})
+        leftover = [link for group in by_fact.values() for link in group]
+        if leftover:
+            self._write(_WRITE_FACTS, {"facts": [], "links": leftover})
+
+    def clear(self) -> None:
+        """Delete the knowledge web's nodes (only its four labels) and their edges; keep the schema."""
+        for statement in _CLEAR.values():
+            while self._write(statement, {"limit": _CLEAR_SLICE}):
+                pass
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def done_chunks(self, chunk_ids: list[str]) -> set[str]:
+        """Which of these chunks were fully written (facts and links committed)."""
+        if not chunk_ids:
+            return set()
+        return {row["id"] for row in self._read(_DONE_CHUNKS, {"ids": list(chunk_ids)})}
+
+    def facts_for_keywords(
+        self, keyword_ids: list[str], limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Facts mentioning any of the keywords, most keywords first.
+
+        Each fact's properties plus ``matched``: the query keywords it is linked to, in
+        query order; ``len(matched)`` is the fact's degree for scoring.
+        """
+        if not keyword_ids or (limit is not None and limit <= 0):
+            return []
+        order = {kid: i for i, kid in reversed(list(enumerate(keyword_ids)))}
+        params: dict[str, Any] = {"ids": list(order)}
+        statement = _FACTS_FOR_KEYWORDS
+        if limit is not None:
+            statement, params["limit"] = _FACTS_FOR_KEYWORDS_LIMIT, int(limit)
+        results = []
+        for row in self._read(statement, params):
+            fact = dict(row["fact"])
+            fact["matched"] = sorted(row["matched"], key=order.__getitem__)
+            results.append(fact)
+        return results
+
+    def facts_by_ids(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The facts with these ids, in the order asked; unknown ids are skipped."""
+        if not ids:
+            return []
+        found = {row["fact"]["id"]: dict(row["fact"])
+                 for row in self._read(_FACTS_BY_IDS, {"ids": list(dict.fromkeys(ids))})}
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def keywords_of_facts(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Keyword ids per fact (every asked id is a key; sorted lists, [] when none)."""
+        result: dict[str, list[str]] = {i: [] for i in fact_ids}
+        if not result:
+            return result
+        for row in self._read(_KEYWORDS_OF_FACTS, {"ids": list(result)}):
+            result[row["fact"]] = sorted(row["keywords"])
+        return result
+
+    def stats(self) -> dict[str, int]:
+        """Node and edge counts: equal for an interrupted+resumed build and a clean one."""
+        return {name: self._read(statement, {})[0]["n"] for name, statement in _COUNTS.items()}
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _session(self) -> Any:  # a neo4j.Session; the driver is imported lazily
+        return self._driver.session(database=self.database)
+
+    def _write(self, statement: str, params: dict[str, Any]) -> int:
+        """Run one statement in a managed write transaction (retried on transient errors)."""
+
+        def work(tx: Any) -> int:
+            record = tx.run(statement, params).single()
+            return int(record[0]) if record is not None else 0
+
+        with self._errors(), self._session() as session:
+            return session.execute_write(work)
+
+    def _read(self, statement: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        def work(tx: Any) -> list[dict[str, Any]]:
+            return [record.data() for record in tx.run(statement, params)]
+
+        with self._errors(), self._session() as session:
+            return session.execute_read(work)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Driver failures become one line naming the server and what to do."""
+        import neo4j.exceptions as errors
+
+        where = f"graph database at {self.uri}"
+        if self.database:
+            where += f" (database {self.database!r})"
+        try:
+            yield
+        except errors.AuthError:
+            raise FactweaveError(
+                f"{where}: authentication failed for user {self.user!r}; check the graph "
+                "user and password"
+            ) from None
+        except (errors.ServiceUnavailable, errors.SessionExpired, OSError) as exc:
+            reason = _connect_reason(exc)
+            raise FactweaveError(f"{where}: cannot connect ({reason}); {self._start_hint}") from None
+        except errors.Neo4jError as exc:
+            if exc.code and exc.code.endswith("DatabaseNotFound"):
+                raise FactweaveError(f"{where}: no such database") from None
+            raise FactweaveError(
+                f"{where}: {exc.code or type(exc).__name__}: {_one_line(exc.message or exc)}"
+            ) from None
+        except errors.DriverError as exc:
+            raise FactweaveError(f"{where}: {type(exc).__name__}: {_one_line(exc)}") from None
+
+
+def _connect_reason(exc: BaseException) -> str:
+    """The driver's text is several lines; the OS reason in it is what a user needs."""
+    text = _one_line(exc, 1000)
+    found = _OS_REASON.search(text)
+    if found:
+        return found.group(1).strip()
+    return _one_line(text, 120) or "unreachable"
