@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from .errors import FactweaveError
+from .web.cli import web_group
 
 MODEL_HELP = "Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id."
 
@@ -226,6 +227,9 @@ def eval_kamel(data, split, limit, modes, model, beams, max_tokens, batch_size, 
         tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=1))
         tmp.replace(out)
         click.echo(f"per-question results -> {out}")
+
+
+cli.add_command(web_group)
 
 
 def main() -> None:

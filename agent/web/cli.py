@@ -1,0 +1,223 @@
+"""``factweave web ...``: build, search and inspect a knowledge web (mirrors :class:`KnowledgeWeb`)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from ..errors import FactweaveError
+
+DEMO_CORPUS = Path(__file__).resolve().parent.parent / "data" / "demo" / "web" / "corpus.json"
+
+
+def default_web_dir() -> Path:
+    """``$FACTWEAVE_WEB``, else ``<cache>/webs/demo`` (the bundled demo corpus's web)."""
+    from ..models import default_cache_dir
+
+    env = os.environ.get("FACTWEAVE_WEB")
+    return Path(env).expanduser() if env else default_cache_dir() / "webs" / "demo"
+
+
+def _web_options(f):
+    options = [
+        click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="The web's folder (default: $FACTWEAVE_WEB or ~/.cache/factweave/webs/demo)."),
+        click.option("--graph-uri", default=None,
+                     help="Bolt URI of a Neo4j 5 (or ArcadeDB) server; default: an embedded server "
+                          "started for the command, data in the web's folder."),
+        click.option("--graph-user", default="neo4j", show_default=True,
+                     help="Graph user; the password is read from $FACTWEAVE_GRAPH_PASSWORD."),
+        click.option("--graph-database", default=None, help="Database name on the graph server (default: its default)."),
+        click.option("--vectors", type=click.Choice(["local", "pinecone"]), default=None,
+                     help="Vector backend (default: as built, else local). Pinecone reads PINECONE_API_KEY."),
+        click.option("--pinecone-index", default=None, help="Pinecone index name."),
+        click.option("--pinecone-namespace", default=None, help="Namespace prefix inside the index."),
+        click.option("--pinecone-host", default=None, help="Index host (skips the describe call)."),
+        click.option("--embedder", default=None,
+                     help="sentence-transformers model (default: the packaged all-MiniLM-L6-v2)."),
+    ]
+    for opt in reversed(options):
+        f = opt(f)
+    return f
+
+
+def _open_web(web_dir: Path | None, **options):
+    """The web for a command; ``options`` are the :func:`_web_options` values, by name."""
+    from .web import KnowledgeWeb
+
+    return KnowledgeWeb.open(web_dir or default_web_dir(), **options)
+
+
+def _llm_options(f):
+    options = [
+        click.option("--llm-model", default=None,
+                     help="Chat model: a name at --base-url / OPENAI_BASE_URL (or OpenAI when "
+                          "OPENAI_API_KEY is set), else a local preset (default: the demo model)."),
+        click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
+    ]
+    for opt in reversed(options):
+        f = opt(f)
+    return f
+
+
+def _chat_client(llm_model, base_url):
+    from ..llm.client import chat_client_from_env
+
+    return chat_client_from_env(model=llm_model, base_url=base_url)
+
+
+def remote_llm_configured(base_url: str | None) -> bool:
+    return bool(base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"))
+
+
+@click.group("web")
+def web_group() -> None:
+    """The knowledge web: atomic facts and keywords in a graph, keyword embeddings in a vector index.
+
+    \b
+    Example:
+      factweave web build                      # the bundled demo corpus
+      factweave web search "Who was the first president of the association which published Journal of Psychotherapy Integration?"
+    """
+
+
+@web_group.command("build")
+@click.argument("docs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--triples", "triples", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="Triples to add as facts (TSV, JSONL, N-Triples or a KAMEL folder); repeatable.")
+@click.option("--inverse/--no-inverse", default=False, help="With --triples: add inverse facts too.")
+@click.option("--decomposer", type=click.Choice(["auto", "llm", "sentences"]), default="auto", show_default=True,
+              help="How documents become atomic facts. auto: llm when an OpenAI-compatible endpoint is "
+                   "configured, else sentences (the local model on a CPU is slow and splits sentences).")
+@click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Characters per chunk (800).")
+@_web_options
+@_llm_options
+@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+def web_build(docs, triples, inverse, decomposer, chunk_size, web_dir, llm_model, base_url, as_json,
+              **web_options) -> None:
+    """Add documents (text, Markdown, JSON, JSONL files or folders) and triples to a web.
+
+    Adding what is already there changes nothing; an interrupted build resumes where it stopped.
+    Without DOCS or --triples, builds the bundled demo corpus (196 MuSiQue paragraphs).
+
+    \b
+    Example:
+      factweave web build notes/ corpus.json --web my-web
+      factweave web build --triples facts.tsv --web my-web
+    """
+    from ..knowledge.loaders import load_facts
+    from .decompose import LLMDecomposer, SentenceDecomposer
+    from .documents import read_documents
+
+    if not docs and not triples:
+        docs = (DEMO_CORPUS,)
+    if decomposer == "auto":
+        decomposer = "llm" if remote_llm_configured(base_url) else "sentences"
+    reports = {}
+    with _open_web(web_dir, **web_options) as web:
+        if chunk_size:
+            web.settings.chunk_size = chunk_size
+        if docs:
+            chosen = (LLMDecomposer(_chat_client(llm_model, base_url)) if decomposer == "llm"
+                      else SentenceDecomposer())
+            reports["documents"] = web.add_documents(read_documents(docs), chosen).as_dict()
+            reports["documents"]["decomposer"] = chosen.fingerprint
+        for path in triples:
+            reports[f"triples:{path}"] = web.add_triples(load_facts(path, inverse=inverse), source=path.name).as_dict()
+        reports["stats"] = web.stats()
+        reports["web"] = str(web.folder)
+    if as_json:
+        click.echo(json.dumps(reports, indent=2))
+        return
+    for name, report in reports.items():
+        if name in ("stats", "web"):
+            continue
+        click.echo(f"{name}: {report.get('documents', 0)} documents, {report['chunks']} chunks "
+                   f"({report['chunks_skipped']} already stored), {report['facts']} facts written, "
+                   f"{report['keywords_new']} new keywords in {report['seconds']:.1f} s")
+    stats = reports["stats"]
+    click.echo(f"web {reports['web']}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
+
+
+@web_group.command("search")
+@click.argument("question")
+@click.option("-k", "k", type=click.IntRange(1, 200), default=10, show_default=True, help="Facts to return.")
+@click.option("--rerank/--no-rerank", default=False, show_default=True,
+              help="Let the chat model pick the relevant facts (fallback: the top 3).")
+@click.option("--subqueries", type=click.IntRange(0, 10), default=0, show_default=True,
+              help="Most sub-queries the fact-finding loop may issue when keywords stay uncovered.")
+@_web_options
+@_llm_options
+@click.option("--json", "as_json", is_flag=True, help="Print hits (and the re-ranking) as JSON.")
+def web_search(question, k, rerank, subqueries, web_dir, llm_model, base_url, as_json, **web_options) -> None:
+    """Find the facts of a web that answer QUESTION: a table of score parts, fact and source.
+
+    \b
+    Example:
+      factweave web search "Who founded Zorblax Station?" --web my-web -k 5 --rerank
+    """
+    folder = web_dir or default_web_dir()
+    if not (folder / "web.json").exists():
+        raise FactweaveError(f"no knowledge web in {folder}; build one with `factweave web build`")
+    client = _chat_client(llm_model, base_url) if (rerank or subqueries) else None
+    with _open_web(web_dir, **web_options) as web:
+        result = web.find_facts(question, k, client=client, max_subqueries=subqueries)
+    reranked = None
+    if rerank:
+        from ..rerank.reranker import Candidate, Reranker
+
+        reranked = Reranker(client).rerank(question, [Candidate(h.id, h.text, h.score) for h in result.hits])
+    if as_json:
+        data = result.as_dict()
+        if reranked is not None:
+            data["rerank"] = {"question_type": reranked.question_type, "used_fallback": reranked.used_fallback,
+                              "reason": reranked.reason, "selected": [c.id for c in reranked.selected]}
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    _print_hits(result, reranked)
+
+
+def _print_hits(result, reranked) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    picked = {c.id for c in reranked.selected} if reranked is not None else set()
+    table = Table(title=f"keywords: {', '.join(result.keywords)}", show_lines=False)
+    for col in ("#", "score", "cos", "deg", "fact", "source"):
+        table.add_column(col, overflow="fold")
+    for i, hit in enumerate(result.hits, 1):
+        mark = "*" if hit.id in picked else ""
+        table.add_row(f"{i}{mark}", f"{hit.score:.3f}", f"{hit.cosine:.3f}", str(hit.degree), hit.text, hit.source)
+    console.print(table)
+    if result.subqueries:
+        console.print("sub-queries: " + "; ".join(result.subqueries))
+    if not result.hits:
+        console.print("No fact found: no stored keyword is close to the question's keywords.")
+    if reranked is not None:
+        how = f"fallback to the top 3 ({reranked.reason})" if reranked.used_fallback else "picked by the model"
+        console.print(f"re-ranker: {reranked.question_type} question; {len(reranked.selected)} fact(s) {how} (*)")
+
+
+@web_group.command("stats")
+@_web_options
+@click.option("--json", "as_json", is_flag=True)
+def web_stats(web_dir, as_json, **web_options) -> None:
+    """Count the documents, chunks, facts, keywords and edges of a web.
+
+    \b
+    Example:
+      factweave web stats --web my-web
+    """
+    folder = web_dir or default_web_dir()
+    if not (folder / "web.json").exists():
+        raise FactweaveError(f"no knowledge web in {folder}; build one with `factweave web build`")
+    with _open_web(web_dir, **web_options) as web:
+        stats = web.stats()
+    if as_json:
+        click.echo(json.dumps(stats, indent=2))
+    else:
+        for name, value in stats.items():
+            click.echo(f"{name}\t{value}")

@@ -1,0 +1,179 @@
+"""Documents for the knowledge web, read from text, Markdown and JSON corpora, and cut into chunks.
+
+A document's id is a hash of its title and text, so adding the same document twice finds the same
+id and changes nothing; a chunk's id is a hash of its document id and its offsets. Offsets are
+character positions in the document's text, so every fact can point back to the words it came
+from.
+
+Accepted inputs (``read_documents``):
+
+- ``.txt`` / ``.md``: one document; the title is the first Markdown heading, else the file name.
+- ``.json``: a list of ``{"title", "text"}`` objects (MuSiQue's corpus), or an object mapping
+  titles to a text or to a list of sentences (HotpotQA's corpus).
+- ``.jsonl``: one ``{"title", "text"}`` object per line.
+- a folder: every file of those kinds inside it, in sorted order.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import FactweaveError, InputError
+from ..knowledge.rows import json_objects
+
+SUFFIXES = (".txt", ".md", ".json", ".jsonl")
+
+
+def stable_id(*parts: str) -> str:
+    """A short content hash: equal inputs give equal ids on every machine."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    return digest[:24]
+
+
+@dataclass(frozen=True)
+class Document:
+    """A titled text and the place it was read from (``file`` or ``file:line``)."""
+
+    title: str
+    text: str
+    source: str
+
+    @property
+    def id(self) -> str:
+        return stable_id("doc", self.title, self.text)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document: ``document.text[start:end] == text``."""
+
+    doc_id: str
+    index: int
+    start: int
+    end: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        return stable_id("chunk", self.doc_id, str(self.start), str(self.end))
+
+
+def _document(title: object, text: object, where: str, path: Path, line: int) -> Document:
+    if isinstance(text, list) and all(isinstance(s, str) for s in text):
+        text = "".join(text)  # HotpotQA keeps each sentence's leading space
+    if not isinstance(title, str) or not isinstance(text, str):
+        raise InputError(path, line, 'expected "title" and "text" strings')
+    text = text.strip()
+    if not text:
+        raise InputError(path, line, f"document {title!r} has no text")
+    return Document(title=title.strip(), text=text, source=where)
+
+
+def _read_json(path: Path) -> Iterator[Document]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise InputError(path, error.lineno, f"invalid JSON: {error.msg}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, 1, "not UTF-8 text") from None
+    if isinstance(data, dict):
+        for title, text in data.items():
+            yield _document(title, text, f"{path.name}#{title}", path, 1)
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            if not isinstance(item, dict):
+                raise InputError(path, 1, f"item {i}: expected an object with title and text")
+            yield _document(item.get("title", ""), item.get("text"), f"{path.name}#{i}", path, 1)
+    else:
+        raise InputError(path, 1, "expected a list of {title, text} objects or a title->text object")
+
+
+def _read_jsonl(path: Path) -> Iterator[Document]:
+    for line, obj in json_objects(path):
+        yield _document(obj.get("title", ""), obj.get("text"), f"{path.name}:{line}", path, line)
+
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def _read_text(path: Path) -> Iterator[Document]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, 1, "not UTF-8 text") from None
+    heading = _HEADING.search(text) if path.suffix == ".md" else None
+    title = heading.group(1) if heading else path.stem
+    yield _document(title, text, path.name, path, 1)
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+    if not path.exists():
+        raise FactweaveError(f"{path}: no such file or folder")
+    if path.suffix not in SUFFIXES:
+        raise FactweaveError(f"{path}: unsupported document file (use {', '.join(SUFFIXES)})")
+    return [path]
+
+
+def read_documents(paths: Iterable[str | Path]) -> Iterator[Document]:
+    """Every document in ``paths`` (files or folders), in order."""
+    readers = {".json": _read_json, ".jsonl": _read_jsonl, ".txt": _read_text, ".md": _read_text}
+    for given in paths:
+        for path in _files(Path(given)):
+            yield from readers[path.suffix](path)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets of the sentences of ``text[start:end]``, whitespace trimmed."""
+    end = len(text) if end is None else end
+    spans: list[tuple[int, int]] = []
+    cursor = start
+    for match in _SENTENCE_END.finditer(text, start, end):
+        spans.append((cursor, match.start()))
+        cursor = match.end()
+    spans.append((cursor, end))
+    trimmed = []
+    for a, b in spans:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a < b:
+            trimmed.append((a, b))
+    return trimmed
+
+
+def chunk_document(doc: Document, size: int = 800, overlap: int = 0) -> list[Chunk]:
+    """Cut ``doc`` into chunks of about ``size`` characters on sentence boundaries.
+
+    Chunks hold whole sentences (a sentence longer than ``size`` is a chunk of its own), so the
+    decomposer never sees half a statement. ``overlap`` repeats up to that many characters of
+    trailing sentences at the start of the next chunk.
+    """
+    if size <= 0:
+        raise FactweaveError("chunk size must be positive")
+    sentences = sentence_spans(doc.text)
+    chunks: list[Chunk] = []
+    i = 0
+    while i < len(sentences):
+        j = i
+        while j + 1 < len(sentences) and sentences[j + 1][1] - sentences[i][0] <= size:
+            j += 1
+        start, end = sentences[i][0], sentences[j][1]
+        chunks.append(Chunk(doc.id, len(chunks), start, end, doc.text[start:end]))
+        nxt = j + 1
+        if overlap > 0:
+            back = nxt
+            while back - 1 > i and end - sentences[back - 1][0] <= overlap:
+                back -= 1
+            nxt = max(back, i + 1)
+        i = nxt
+    return chunks

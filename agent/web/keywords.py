@@ -1,0 +1,100 @@
+"""Keywords of a fact or a question: the handles by which facts are found.
+
+Rules, not a model, so that a fact and a question that name the same thing get the same keyword
+and a build is fast and deterministic: runs of capitalized words are one name ("Journal of
+Psychotherapy Integration", with lowercase joiners such as "of" or "de" inside), numbers and years
+are kept, and the remaining content words (no stop words, at least three letters) are keywords on
+their own. Keywords are compared by their normalized form (:func:`keyword_id`), so "Paris" and
+"paris" are one keyword node.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from .documents import stable_id
+
+STOP_WORDS = frozenset(
+    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "many", "much", "old", "one", "ones", "did", "first", "last", "year", "years", "known", "called", "named", "became", "become", "later", "however", "whose", "whether", "which's"]
+)
+# Lowercase words that may sit inside a capitalized name: "University of Oslo", "Leonardo da Vinci".
+JOINERS = frozenset({"of", "de", "da", "del", "der", "di", "du", "la", "le", "van", "von", "the", "and", "for", "y"})
+
+_TOKEN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
+
+
+def normalize_keyword(keyword: str) -> str:
+    """Case-folded, accent-kept, whitespace-folded form used to identify a keyword."""
+    text = unicodedata.normalize("NFKC", keyword).casefold()
+    return " ".join(text.replace("’", "'").split())
+
+
+def keyword_id(keyword: str) -> str:
+    return stable_id("kw", normalize_keyword(keyword))
+
+
+def _is_capitalized(token: str) -> bool:
+    return token[0].isupper() or token[0].isdigit()
+
+
+def extract_keywords(text: str, limit: int = 12) -> list[str]:
+    """The keywords of ``text`` in order of appearance, without duplicates (by normalized form).
+
+    >>> extract_keywords("Marie Curie was born in Warsaw in 1867.")
+    ['Marie Curie', 'born', 'Warsaw', '1867']
+    """
+    tokens = _TOKEN.findall(text)
+    found: list[str] = []
+    seen: set[str] = set()
+
+    def add(words: list[str]) -> None:
+        while words and words[-1].lower() in JOINERS:
+            words = words[:-1]
+        if not words:
+            return
+        phrase = " ".join(words)
+        key = normalize_keyword(phrase)
+        if key not in seen and (len(words) > 1 or key not in STOP_WORDS):
+            seen.add(key)
+            found.append(phrase)
+
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if _is_capitalized(token) and not (token.lower() in STOP_WORDS and not token[0].isdigit()
+                                           and not _continues_name(tokens, i)):
+            words = [token]
+            j = i + 1
+            while j < len(tokens):
+                nxt = tokens[j]
+                if _is_capitalized(nxt) and not nxt[0].isdigit() or nxt.lower() in JOINERS and j + 1 < len(tokens) and _is_capitalized(tokens[j + 1]) \
+                        and not tokens[j + 1][0].isdigit():
+                    words.append(nxt)
+                else:
+                    break
+                j += 1
+            if token[0].isdigit():
+                words = [token]
+                j = i + 1
+            add(words)
+            i = j
+            continue
+        low = token.lower()
+        if low not in STOP_WORDS and len(low) >= 3 and not low.isdigit():
+            add([token])
+        i += 1
+    return found[:limit]
+
+
+def _continues_name(tokens: list[str], i: int) -> bool:
+    """A capitalized stop word starts a name only when a capitalized word follows ("The Hague")."""
+    return i + 1 < len(tokens) and tokens[i + 1][:1].isupper()
+
+
+def triple_keywords(subject: str, obj: str) -> list[str]:
+    """A triple's keywords are its subject and its object (the issue's rule), deduplicated."""
+    out: list[str] = []
+    for label in (subject, obj):
+        if label.strip() and normalize_keyword(label) not in {normalize_keyword(k) for k in out}:
+            out.append(label.strip())
+    return out

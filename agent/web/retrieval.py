@@ -1,0 +1,81 @@
+"""What a knowledge-web search returns, and how candidates are scored.
+
+Score of a fact = cos(question, fact) + ``degree_weight`` x degree, where the degree is the number
+of the question's matched keywords the fact is linked to (the knowledge-web paper's rule, with
+its weight of 1 by default). Both parts are kept on each hit so a user can see why a fact ranks
+where it does.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class FactHit:
+    """A retrieved fact with its score parts and where it came from.
+
+    ``provenance`` holds ``title``, ``source``, ``doc_id``, ``chunk_id``, ``start`` and ``end``
+    for a fact decomposed from a document, ``subject``, ``predicate``, ``object`` and ``source``
+    for a fact verbalized from a triple.
+    """
+
+    id: str
+    text: str
+    kind: str
+    score: float
+    cosine: float
+    degree: int
+    keywords: list[str]
+    provenance: dict = field(default_factory=dict)
+    query: str = ""
+
+    @property
+    def source(self) -> str:
+        """One short line saying where the fact came from."""
+        p = self.provenance
+        if self.kind == "triple":
+            return str(p.get("source", ""))
+        where = p.get("title") or p.get("source", "")
+        if p.get("start") is not None:
+            return f"{where} [{p['start']}:{p['end']}]"
+        return str(where)
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["source_line"] = self.source
+        return data
+
+
+@dataclass
+class SearchResult:
+    """Hits for a question, plus the sub-queries the fact-finding loop issued."""
+
+    question: str
+    hits: list[FactHit]
+    keywords: list[str]
+    subqueries: list[str] = field(default_factory=list)
+    uncovered: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "question": self.question,
+            "keywords": self.keywords,
+            "subqueries": self.subqueries,
+            "uncovered": self.uncovered,
+            "hits": [h.as_dict() for h in self.hits],
+        }
+
+
+def rank(hits: list[FactHit], k: int) -> list[FactHit]:
+    """The ``k`` best hits, ties broken by id so a ranking is reproducible."""
+    return sorted(hits, key=lambda h: (-h.score, h.id))[:k]
+
+
+def merge_hits(*lists: list[FactHit]) -> list[FactHit]:
+    """One hit per fact, the best-scored one kept (a sub-query may find a fact again)."""
+    best: dict[str, FactHit] = {}
+    for hits in lists:
+        for hit in hits:
+            if hit.id not in best or hit.score > best[hit.id].score:
+                best[hit.id] = hit
+    return list(best.values())

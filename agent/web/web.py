@@ -1,0 +1,385 @@
+"""The knowledge web: facts and keywords in a graph, their embeddings in vector indexes.
+
+A web lives in a folder::
+
+    web.json               what it was built with (embedder, vector backend, graph server)
+    graph/                 the embedded graph server's data (when no --graph-uri is given)
+    vectors/keywords/      keyword embeddings (embedded backend)
+    vectors/facts/         fact embeddings, for cos(question, fact)
+    decompositions.jsonl   every chunk's atomic facts, so a build never decomposes a chunk twice
+
+Building is incremental and idempotent: ids are content hashes, the graph is written with MERGE,
+and a chunk is marked done in the same transaction as its facts. Per batch of chunks, vectors are
+written (and flushed) before the graph, so an interruption at any point leaves chunks that are
+either done with all their vectors present, or not done and redone by the next build.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from tqdm import tqdm
+
+from ..errors import FactweaveError
+from ..knowledge.facts import Fact
+from .decompose import Decomposer, DecompositionCache, decompose_cached
+from .documents import Chunk, Document, chunk_document, stable_id
+from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
+from .retrieval import FactHit, SearchResult, merge_hits, rank
+
+if TYPE_CHECKING:
+    from ..embeddings import Embedder
+    from ..llm.client import ChatClient
+    from .graph import GraphStore
+    from .vectors import VectorIndex
+
+FORMAT = 1
+
+
+@dataclass
+class WebSettings:
+    """What a web is built with; saved as ``web.json`` and checked when the web is reopened."""
+
+    embedder: str = ""
+    embedder_fingerprint: str = ""
+    vectors: str = "local"
+    pinecone_index: str | None = None
+    pinecone_namespace: str = ""
+    pinecone_host: str | None = None
+    graph_uri: str | None = None
+    graph_database: str | None = None
+    chunk_size: int = 800
+    format: int = FORMAT
+
+
+@dataclass
+class BuildReport:
+    documents: int = 0
+    chunks: int = 0
+    chunks_skipped: int = 0
+    facts: int = 0
+    keywords_new: int = 0
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class KnowledgeWeb:
+    """Build and search a fact-centric knowledge web.
+
+    Example::
+
+        web = KnowledgeWeb.open("my-web")                # embedded graph server and vectors
+        web.add_documents(read_documents(["notes/"]), SentenceDecomposer())
+        for hit in web.search("Who founded the journal?").hits:
+            print(f"{hit.score:.2f}", hit.text, hit.source)
+        web.close()
+    """
+
+    def __init__(self, folder: Path, settings: WebSettings, embedder: Embedder, graph: GraphStore,
+                 keyword_vectors: VectorIndex, fact_vectors: VectorIndex, server: Any = None) -> None:
+        self.folder = folder
+        self.settings = settings
+        self.embedder = embedder
+        self.graph = graph
+        self.keyword_vectors = keyword_vectors
+        self.fact_vectors = fact_vectors
+        self._server = server
+        self.cache = DecompositionCache(folder / "decompositions.jsonl")
+
+    # --- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        folder: str | Path,
+        *,
+        embedder: Embedder | str | None = None,
+        graph_uri: str | None = None,
+        graph_user: str = "neo4j",
+        graph_password: str | None = None,
+        graph_database: str | None = None,
+        vectors: str | None = None,
+        pinecone_index: str | None = None,
+        pinecone_namespace: str | None = None,
+        pinecone_host: str | None = None,
+    ) -> KnowledgeWeb:
+        """Open the web in ``folder``, creating it on first use.
+
+        Options not given are taken from the folder's ``web.json``; an embedder other than the one
+        the web was built with is refused (its vectors would not be comparable).
+        """
+        from ..embeddings import Embedder as _Embedder
+        from .arcade import open_graph
+        from .vectors import open_vector_index
+
+        folder = Path(folder).expanduser()
+        folder.mkdir(parents=True, exist_ok=True)
+        config_path = folder / "web.json"
+        saved = cls._read_settings(config_path)
+        settings = saved or WebSettings()
+        if embedder is None:
+            embedder = _Embedder(settings.embedder or None)
+        elif isinstance(embedder, str):
+            embedder = _Embedder(embedder)
+        if saved and saved.embedder_fingerprint and saved.embedder_fingerprint != embedder.fingerprint:
+            raise FactweaveError(
+                f"{folder}: this web was built with embedder {saved.embedder} "
+                f"({saved.embedder_fingerprint}), not {embedder.fingerprint}; use --embedder "
+                f"{saved.embedder} or a new folder"
+            )
+        settings.embedder = embedder.name
+        settings.embedder_fingerprint = embedder.fingerprint
+        if vectors is not None:
+            settings.vectors = vectors
+        for name, value in (("pinecone_index", pinecone_index), ("pinecone_namespace", pinecone_namespace),
+                            ("pinecone_host", pinecone_host), ("graph_uri", graph_uri),
+                            ("graph_database", graph_database)):
+            if value is not None:
+                setattr(settings, name, value)
+
+        password = graph_password if graph_password is not None else os.environ.get("FACTWEAVE_GRAPH_PASSWORD", "")
+        graph, server = open_graph(folder / "graph", settings.graph_uri, graph_user, password,
+                                   graph_database or settings.graph_database)
+        try:
+            graph.ensure_schema()
+            keyword_vectors = cls._vector_index(open_vector_index, settings, folder, "keywords", embedder)
+            fact_vectors = cls._vector_index(open_vector_index, settings, folder, "facts", embedder)
+        except BaseException:
+            graph.close()
+            if server is not None:
+                server.stop()
+            raise
+        _write_json_atomic(config_path, asdict(settings))
+        return cls(folder, settings, embedder, graph, keyword_vectors, fact_vectors, server)
+
+    @staticmethod
+    def _read_settings(path: Path) -> WebSettings | None:
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            settings = WebSettings(**data)
+        except (json.JSONDecodeError, TypeError) as error:
+            raise FactweaveError(f"{path}: not a knowledge-web settings file ({error})") from None
+        if settings.format != FORMAT:
+            raise FactweaveError(f"{path}: web format {settings.format}, this version reads {FORMAT}")
+        return settings
+
+    @staticmethod
+    def _vector_index(factory: Any, settings: WebSettings, folder: Path, role: str,
+                      embedder: Embedder) -> VectorIndex:
+        if settings.vectors == "pinecone":
+            namespace = f"{settings.pinecone_namespace}-{role}" if settings.pinecone_namespace else role
+            return factory("pinecone", index_name=settings.pinecone_index, namespace=namespace,
+                           host=settings.pinecone_host, dim=embedder.dim)
+        return factory("local", folder=folder / "vectors" / role, dim=embedder.dim,
+                       fingerprint=embedder.fingerprint)
+
+    def close(self) -> None:
+        for closer in (self.keyword_vectors.close, self.fact_vectors.close, self.graph.close):
+            closer()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def __enter__(self) -> KnowledgeWeb:  # noqa: PYI034 (final class in practice)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- building ------------------------------------------------------------------------------
+
+    def add_documents(self, documents: Iterable[Document], decomposer: Decomposer, *,
+                      batch_chunks: int = 32, progress: bool = True) -> BuildReport:
+        """Decompose and store ``documents``; chunks already stored are skipped."""
+        started = time.perf_counter()
+        report = BuildReport()
+        work: list[tuple[Document, Chunk]] = []
+        for doc in documents:
+            report.documents += 1
+            work.extend((doc, chunk) for chunk in chunk_document(doc, self.settings.chunk_size))
+        report.chunks = len(work)
+        done: set[str] = set()
+        for i in range(0, len(work), 500):
+            done |= self.graph.done_chunks([c.id for _, c in work[i:i + 500]])
+        todo = [(d, c) for d, c in work if c.id not in done]
+        report.chunks_skipped = len(work) - len(todo)
+        bar = tqdm(total=len(todo), desc="chunks", unit="chunk", disable=not progress, leave=False)
+        try:
+            for i in range(0, len(todo), batch_chunks):
+                batch = todo[i:i + batch_chunks]
+                rows = []
+                for doc, chunk in batch:
+                    atomic = decompose_cached(decomposer, self.cache, doc.title, doc.text, chunk)
+                    facts = [
+                        {"id": stable_id("fact", chunk.id, f.text), "text": f.text, "kind": "document",
+                         "doc_id": doc.id, "chunk_id": chunk.id, "start": f.start, "end": f.end,
+                         "title": doc.title, "source": doc.source}
+                        for f in atomic
+                    ]
+                    links = [
+                        {"fact_id": fact["id"], "keyword_id": keyword_id(kw), "name": normalize_keyword(kw)}
+                        for fact in facts for kw in extract_keywords(fact["text"])
+                    ]
+                    rows.append((doc, chunk, facts, links))
+                    bar.update(1)
+                all_facts = [f for _, _, facts, _ in rows for f in facts]
+                all_links = [link for *_, links in rows for link in links]
+                report.keywords_new += self._store_vectors(all_facts, all_links)
+                for doc, chunk, facts, links in rows:
+                    self.graph.write_chunk(
+                        {"id": doc.id, "title": doc.title, "source": doc.source},
+                        {"id": chunk.id, "doc_id": doc.id, "index": chunk.index,
+                         "start": chunk.start, "end": chunk.end},
+                        facts, links,
+                    )
+                    report.facts += len(facts)
+        finally:
+            bar.close()
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
+
+    def add_triples(self, triples: Iterable[Fact], *, source: str = "triples", batch: int = 500,
+                    progress: bool = True) -> BuildReport:
+        """Store verbalized triples as facts whose keywords are their subject and object."""
+        started = time.perf_counter()
+        report = BuildReport()
+        bar = tqdm(desc="triples", unit="fact", disable=not progress, leave=False)
+        pending: list[Fact] = []
+
+        def flush() -> None:
+            facts, links = [], []
+            seen: set[str] = set()
+            for t in pending:
+                fid = stable_id("triple", t.text)
+                if fid in seen:
+                    continue
+                seen.add(fid)
+                facts.append({"id": fid, "text": t.text, "kind": "triple", "subject": t.subject,
+                              "predicate": t.predicate, "object": t.object, "source": t.source or source})
+                links.extend({"fact_id": fid, "keyword_id": keyword_id(kw), "name": normalize_keyword(kw)}
+                             for kw in triple_keywords(t.subject, t.object))
+            report.keywords_new += self._store_vectors(facts, links)
+            self.graph.write_triples(facts, links, source)
+            report.facts += len(facts)
+            bar.update(len(pending))
+            pending.clear()
+
+        try:
+            for triple in triples:
+                pending.append(triple)
+                if len(pending) >= batch:
+                    flush()
+            if pending:
+                flush()
+        finally:
+            bar.close()
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
+
+    def _store_vectors(self, facts: list[dict], links: list[dict]) -> int:
+        """Embed and store facts and the keywords not stored yet; return how many keywords were new."""
+        names = {link["keyword_id"]: link["name"] for link in links}
+        have = self.keyword_vectors.fetch(list(names)) if names else {}
+        new = [(kid, name) for kid, name in names.items() if kid not in have]
+        if new:
+            vectors = self.embedder.encode([name for _, name in new])
+            self.keyword_vectors.upsert([kid for kid, _ in new], vectors,
+                                        [{"name": name} for _, name in new])
+            self.keyword_vectors.flush()
+        if facts:
+            vectors = self.embedder.encode([f["text"] for f in facts])
+            self.fact_vectors.upsert([f["id"] for f in facts], vectors,
+                                     [{"kind": f["kind"]} for f in facts])
+            self.fact_vectors.flush()
+        return len(new)
+
+    # --- searching -----------------------------------------------------------------------------
+
+    def search(self, question: str, k: int = 10, *, keyword_k: int = 5, min_similarity: float = 0.55,
+               degree_weight: float = 1.0) -> SearchResult:
+        """Question -> keywords -> nearest stored keywords -> linked facts -> top ``k`` by
+        cos(question, fact) + ``degree_weight`` x degree."""
+        if not question.strip():
+            raise FactweaveError("the question is empty")
+        keywords = extract_keywords(question) or [question.strip()]
+        vectors = self.embedder.encode([question, *keywords])
+        hits, matches = self._hits(vectors[0], keywords, vectors[1:], keyword_k, min_similarity,
+                                   degree_weight, question)
+        top = rank(hits, k)
+        return SearchResult(question, top, keywords, uncovered=uncovered_keywords(matches, top))
+
+    def _hits(self, q_vec: np.ndarray, keywords: Sequence[str], kw_vecs: np.ndarray, keyword_k: int,
+              min_similarity: float, degree_weight: float,
+              query: str) -> tuple[list[FactHit], dict[str, set[str]]]:
+        matched: dict[str, str] = {}          # stored keyword id -> its name
+        matches: dict[str, set[str]] = {}     # question keyword -> names of stored keywords it matched
+        for kw, hits in zip(keywords, self.keyword_vectors.query_many(kw_vecs, keyword_k)):
+            close = [h for h in hits if h.score >= min_similarity]
+            for h in close:
+                matched[h.id] = str(h.metadata.get("name", h.id))
+            matches[kw] = {matched[h.id] for h in close}
+        if not matched:
+            return [], matches
+        rows = self.graph.facts_for_keywords(list(matched))
+        fact_vecs = self.fact_vectors.fetch([r["id"] for r in rows]) if rows else {}
+        hits = []
+        for row in rows:
+            vec = fact_vecs.get(row["id"])
+            cosine = float(np.dot(q_vec, vec)) if vec is not None else 0.0
+            linked = list(row["matched"])
+            degree = len(linked)
+            provenance = {key: row[key] for key in ("title", "source", "doc_id", "chunk_id", "start", "end",
+                                                    "subject", "predicate", "object") if row.get(key) is not None}
+            hits.append(FactHit(row["id"], row["text"], row.get("kind", "document"),
+                                round(cosine + degree_weight * degree, 6), round(cosine, 6), degree,
+                                sorted(matched[kid] for kid in linked if kid in matched), provenance, query))
+        return hits, matches
+
+    def find_facts(self, question: str, k: int = 10, *, client: ChatClient | None = None,
+                   max_subqueries: int = 2, **search_options: Any) -> SearchResult:
+        """:meth:`search`, then, while question keywords stay uncovered by the facts found, ask
+        ``client`` for sub-queries (``prompts/web/subqueries.txt``) and search those too, at most
+        ``max_subqueries`` in all."""
+        result = self.search(question, k, **search_options)
+        if client is None or max_subqueries <= 0 or not result.uncovered:
+            return result
+        from .subqueries import write_subqueries
+
+        queries = write_subqueries(client, question, result.hits, max_subqueries)
+        found = [result.hits]
+        for query in queries:
+            found.append(self.search(query, k, **search_options).hits)
+        result.hits = rank(merge_hits(*found), k)
+        result.subqueries = queries
+        return result
+
+    def stats(self) -> dict:
+        """Node and edge counts of the graph, vector counts, cached decompositions."""
+        counts = dict(self.graph.stats())
+        counts["keyword_vectors"] = self.keyword_vectors.count()
+        counts["fact_vectors"] = self.fact_vectors.count()
+        counts["decomposed_chunks_cached"] = len(self.cache)
+        return counts
+
+
+def uncovered_keywords(matches: dict[str, set[str]], hits: Sequence[FactHit]) -> list[str]:
+    """Question keywords that no hit is linked to (through any keyword they matched)."""
+    linked = {name for hit in hits for name in hit.keywords}
+    return [kw for kw, names in matches.items() if not names & linked]

@@ -1,0 +1,174 @@
+"""The knowledge web end to end, on the real embedded graph server and real embeddings."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import DATA, REPO
+
+from agent.errors import FactweaveError
+from agent.knowledge.loaders import load_facts
+from agent.web.decompose import SentenceDecomposer
+from agent.web.documents import Document, read_documents
+from agent.web.web import KnowledgeWeb
+
+WEB = DATA / "web"
+DOCS = [WEB / "notes.md", WEB / "corpus.json", WEB / "rows.jsonl"]
+INJECTIONS = [
+    '"}) MATCH (n) DETACH DELETE n //',
+    "' OR 1=1 --",
+    "`Fact`) DETACH DELETE f RETURN 1 //",
+    "$text {id: 'x'} CALL db.labels()",
+]
+
+
+@pytest.fixture()
+def open_web(tmp_path, graph, graph_server, embedder):
+    """Open webs on the (emptied) test graph server; closed after the test."""
+    opened = []
+
+    def _open(name: str = "web", **options) -> KnowledgeWeb:
+        web = KnowledgeWeb.open(tmp_path / name, embedder=embedder, graph_uri=graph_server.uri,
+                                graph_user=graph_server.user, graph_password=graph_server.password,
+                                graph_database=graph_server.database, **options)
+        opened.append(web)
+        return web
+
+    yield _open
+    for web in opened:
+        web.close()
+
+
+def test_build_search_and_provenance(open_web):
+    web = open_web()
+    report = web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    assert report.documents == 4 and report.facts > 8
+    result = web.search("Who founded Zorblax Station?", k=5)
+    assert result.hits, result
+    top = result.hits[0]
+    assert "founded" in top.text and "Zorblax Station" in top.text
+    assert top.score == pytest.approx(top.cosine + top.degree)
+    assert top.degree >= 1 and top.keywords
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
+    # Provenance points at the exact words of the document the fact came from.
+    docs = {d.id: d for d in read_documents(DOCS)}
+    for hit in result.hits:
+        p = hit.provenance
+        assert docs[p["doc_id"]].title == p["title"]
+        assert 0 <= p["start"] < p["end"] <= len(docs[p["doc_id"]].text)
+
+
+def test_rebuild_adds_nothing(open_web):
+    web = open_web()
+    web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    before = web.stats()
+    again = web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    assert again.facts == 0 and again.chunks_skipped == again.chunks > 0
+    assert web.stats() == before
+
+
+def test_triples_enter_the_same_web(open_web):
+    web = open_web()
+    web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    report = web.add_triples(load_facts(WEB / "triples.tsv"), source="triples.tsv", progress=False)
+    assert report.facts == 2
+    hits = web.search("Where was Mira Quell born?", k=5).hits
+    triple = next(h for h in hits if h.kind == "triple")
+    assert triple.text == "<Mira Quell> <place of birth> <Oslo> ."
+    assert triple.provenance["subject"] == "Mira Quell" and "triples.tsv" in triple.source
+    assert set(triple.keywords) >= {"mira quell"}
+    before = web.stats()
+    web.add_triples(load_facts(WEB / "triples.tsv"), source="triples.tsv", progress=False)
+    assert web.stats() == before
+
+
+def test_cypher_injection_is_plain_text(open_web):
+    web = open_web()
+    web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    docs = [Document(f"Injection {i}", f"The string {text} was typed by Mira Quell.", "evil.json")
+            for i, text in enumerate(INJECTIONS)]
+    web.add_documents(docs, SentenceDecomposer(), progress=False)
+    stats = web.stats()
+    for text in INJECTIONS:
+        result = web.search(f"Did Mira Quell type {text}?", k=20)
+        assert any(text in hit.text for hit in result.hits), text
+    assert web.stats() == stats
+    assert stats["facts"] >= len(INJECTIONS) + 8
+
+
+def test_other_embedder_is_refused(open_web, tmp_path, graph_server):
+    open_web().close()
+
+    class Other:
+        name, dim, fingerprint = "other", 384, "other:384"
+
+    with pytest.raises(FactweaveError, match="built with embedder"):
+        KnowledgeWeb.open(tmp_path / "web", embedder=Other(), graph_uri=graph_server.uri,
+                          graph_user=graph_server.user, graph_password=graph_server.password,
+                          graph_database=graph_server.database)
+
+
+def test_pinecone_backend_gives_the_same_hits(open_web, graph, pinecone_server, embedder, monkeypatch):
+    question = "Who founded Zorblax Station?"
+    pinecone_server.reset(dimension=embedder.dim)
+    monkeypatch.setenv("PINECONE_API_KEY", pinecone_server.api_key)
+    remote = open_web("remote", vectors="pinecone", pinecone_index=pinecone_server.index_name,
+                      pinecone_host=pinecone_server.url, pinecone_namespace="t1")
+    remote.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    got = [h.id for h in remote.search(question, k=5).hits]
+    assert remote.stats()["keyword_vectors"] == remote.stats()["keywords"] > 0
+    remote.close()
+
+    graph.clear()  # the same graph server: start the local web from nothing
+    local = open_web("local")
+    local.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    assert [h.id for h in local.search(question, k=5).hits] == got
+
+
+def _build_cmd(corpus, folder, server):
+    return [sys.executable, "-m", "agent.cli", "web", "build", str(corpus), "--web", str(folder),
+            "--graph-uri", server.uri, "--graph-user", server.user, "--graph-database", server.database,
+            "--decomposer", "sentences", "--json"]
+
+
+def test_killed_build_resumes_to_the_same_counts(tmp_path, graph, graph_server, cache_dir):
+    corpus = REPO / "agent" / "data" / "demo" / "web" / "corpus.json"
+    env = {**os.environ, "FACTWEAVE_CACHE": str(cache_dir), "PYTHONPATH": str(REPO),
+           "FACTWEAVE_GRAPH_PASSWORD": graph_server.password}
+    proc = subprocess.Popen(_build_cmd(corpus, tmp_path / "a", graph_server), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if graph.stats()["chunks"] > 0:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    at_kill = graph.stats()["chunks"]
+    assert at_kill > 0, "the build was killed before it stored anything"
+
+    done = subprocess.run(_build_cmd(corpus, tmp_path / "a", graph_server), env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    resumed = json.loads(done.stdout)
+    assert resumed["documents"]["chunks_skipped"] == at_kill
+
+    graph.clear()
+    whole = subprocess.run(_build_cmd(corpus, tmp_path / "b", graph_server), env=env, capture_output=True,
+                           text=True, timeout=600, check=False)
+    assert whole.returncode == 0, whole.stderr
+    uninterrupted = json.loads(whole.stdout)
+    assert resumed["stats"] == uninterrupted["stats"]
+    total = uninterrupted["stats"]["chunks"]
+    assert at_kill < total, f"the build was not interrupted midway ({at_kill} of {total} chunks stored)"
+    assert uninterrupted["documents"]["documents"] == 196 and uninterrupted["stats"]["facts"] > 500

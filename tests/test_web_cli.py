@@ -1,0 +1,70 @@
+"""``factweave web ...`` as a user runs it: embedded graph server, local vectors, real subprocesses."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import DATA, REPO
+
+WEB = DATA / "web"
+
+
+def run(*args: str, cache, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FACTWEAVE_CACHE": str(cache), "PYTHONPATH": str(REPO), **(env_extra or {})}
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "FACTWEAVE_WEB"):
+        if name not in (env_extra or {}):
+            env.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=REPO, timeout=600, check=False)
+
+
+def test_build_search_stats_with_the_embedded_server(tmp_path, cache_dir, openai_server):
+    web = str(tmp_path / "web")
+    built = run("web", "build", str(WEB / "corpus.json"), str(WEB / "notes.md"), "--triples",
+                str(WEB / "triples.tsv"), "--web", web, "--json", cache=cache_dir)
+    assert built.returncode == 0, built.stderr
+    report = json.loads(built.stdout)
+    assert report["documents"]["documents"] == 3 and report["documents"]["decomposer"] == "sentences-v1"
+    assert report["stats"]["facts"] == report["documents"]["facts"] + 2
+
+    again = run("web", "build", str(WEB / "corpus.json"), str(WEB / "notes.md"), "--web", web, "--json",
+                cache=cache_dir)
+    assert json.loads(again.stdout)["stats"] == report["stats"]
+
+    table = run("web", "search", "Who founded Zorblax Station?", "--web", web, "-k", "3", cache=cache_dir)
+    assert table.returncode == 0, table.stderr
+    assert "score" in table.stdout and "founded" in table.stdout
+
+    # Re-ranking through the real openai SDK against a real OpenAI-compatible server (local model).
+    found = run("web", "search", "Who founded Zorblax Station?", "--web", web, "-k", "5", "--rerank", "--json",
+                "--base-url", openai_server, cache=cache_dir)
+    assert found.returncode == 0, found.stderr
+    data = json.loads(found.stdout)
+    ids = [h["id"] for h in data["hits"]]
+    assert data["rerank"]["selected"] and set(data["rerank"]["selected"]) <= set(ids)
+    assert data["rerank"]["question_type"] == "plain"
+    hit = data["hits"][0]
+    assert {"score", "cosine", "degree", "keywords", "provenance", "source_line"} <= set(hit)
+
+    stats = run("web", "stats", "--web", web, "--json", cache=cache_dir)
+    assert json.loads(stats.stdout)["facts"] == report["stats"]["facts"]
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    """The single ``Error: ...`` line of a failed command (progress bars may precede it)."""
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and proc.stderr.rstrip().endswith(errors[0]), proc.stderr
+    return errors[0]
+
+
+def test_errors_are_one_line(tmp_path, cache_dir):
+    missing = run("web", "search", "anything", "--web", str(tmp_path / "none"), cache=cache_dir)
+    assert "factweave web build" in one_error_line(missing)
+    down = run("web", "build", str(WEB / "notes.md"), "--web", str(tmp_path / "w"), "--graph-uri",
+               "bolt://127.0.0.1:9", cache=cache_dir)
+    assert "bolt://127.0.0.1:9" in one_error_line(down)
+    bad = run("web", "build", str(WEB / "rows-bad.jsonl"), "--web", str(tmp_path / "w2"), cache=cache_dir)
+    assert "rows-bad.jsonl:2" in one_error_line(bad)

@@ -1,0 +1,131 @@
+"""Reading corpora, chunking, keywords and decomposition (no servers, no model)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent.errors import FactweaveError, InputError
+from agent.web.decompose import (
+    AtomicFact,
+    DecompositionCache,
+    SentenceDecomposer,
+    best_sentence,
+    decompose_cached,
+    parse_fact_lines,
+)
+from agent.web.documents import Document, chunk_document, read_documents, sentence_spans
+from agent.web.keywords import extract_keywords, keyword_id, triple_keywords
+from agent.web.subqueries import parse_queries
+from conftest import DATA, REPO
+
+WEB = DATA / "web"
+
+
+def test_reads_every_corpus_shape():
+    docs = list(read_documents([WEB / "notes.md", WEB / "corpus.json", WEB / "rows.jsonl", WEB / "hotpot.json"]))
+    titles = [d.title for d in docs]
+    assert titles == ["Zorblax Station", "Mira Quell", "Norvik", "Tomas Berg", "Sea ice"]
+    assert docs[-1].text == "Sea ice is frozen ocean water. It forms in polar regions."
+    assert docs[3].source == "rows.jsonl:1"
+
+
+def test_bad_row_names_file_and_line():
+    with pytest.raises(InputError) as error:
+        list(read_documents([WEB / "rows-bad.jsonl"]))
+    assert "rows-bad.jsonl:2" in str(error.value)
+
+
+def test_missing_and_unsupported_files_are_clear(tmp_path):
+    with pytest.raises(FactweaveError, match="no such file"):
+        list(read_documents([tmp_path / "nope.json"]))
+    (tmp_path / "x.csv").write_text("a,b\n")
+    with pytest.raises(FactweaveError, match="unsupported"):
+        list(read_documents([tmp_path / "x.csv"]))
+
+
+def test_same_document_same_id():
+    a = Document("T", "Some text here.", "a.json#0")
+    b = Document("T", "Some text here.", "b.json#3")
+    assert a.id == b.id and a.id != Document("T", "Other text.", "a").id
+
+
+def test_demo_corpus_reads():
+    docs = list(read_documents([REPO / "agent" / "data" / "demo" / "web" / "corpus.json"]))
+    assert len(docs) == 196
+    questions = json.loads((REPO / "agent" / "data" / "demo" / "web" / "questions.json").read_text())
+    titles = {d.title for d in docs}
+    assert all(s["title"] in titles for q in questions for s in q["supporting"])
+
+
+@given(st.lists(st.sampled_from(["Alpha beta gamma.", "Delta!", "Epsilon zeta? ", "Eta theta iota kappa lambda mu."]),
+                min_size=1, max_size=30), st.integers(10, 120), st.integers(0, 40))
+def test_chunks_cover_sentences_and_offsets_are_exact(sentences, size, overlap):
+    text = " ".join(s.strip() for s in sentences)
+    doc = Document("t", text, "s")
+    chunks = chunk_document(doc, size=size, overlap=overlap)
+    for chunk in chunks:
+        assert doc.text[chunk.start:chunk.end] == chunk.text
+    covered = {span for chunk in chunks for span in sentence_spans(text, chunk.start, chunk.end)}
+    assert set(sentence_spans(text)) <= covered
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    assert chunks[0].start == sentence_spans(text)[0][0] and chunks[-1].end == len(text.rstrip())
+
+
+def test_keywords():
+    assert extract_keywords("Marie Curie was born in Warsaw in 1867.") == ["Marie Curie", "born", "Warsaw", "1867"]
+    assert extract_keywords("How old was Leonardo da Vinci when he painted the Mona Lisa?") == \
+        ["Leonardo da Vinci", "painted", "Mona Lisa"]
+    assert keyword_id("Paris") == keyword_id("  paris ")
+    assert triple_keywords("Oslo", "oslo") == ["Oslo"]
+
+
+def test_sentence_decomposer_resolves_leading_pronoun():
+    doc = next(read_documents([WEB / "rows.jsonl"]))
+    facts = SentenceDecomposer().decompose(doc.title, doc.text, chunk_document(doc)[0])
+    assert [f.text for f in facts] == ["Tomas Berg was the first director of Zorblax Station.",
+                                       "Tomas Berg later taught in Tromso."]
+    assert doc.text[facts[1].start:facts[1].end] == "He later taught in Tromso."
+
+
+def test_parse_fact_lines_keeps_list_items_only():
+    reply = "Here are the facts:\n- Oslo is a city.\n2. Oslo is in Norway\n- Oslo is a city.\n* ok\nTrailing prose."
+    assert parse_fact_lines(reply) == ["Oslo is a city.", "Oslo is in Norway."]
+
+
+def test_best_sentence_picks_the_source():
+    text = "Oslo is the capital of Norway. Bergen is rainy."
+    spans = sentence_spans(text)
+    assert text[slice(*best_sentence("Bergen has rainy weather", spans, text))] == "Bergen is rainy."
+
+
+def test_decomposition_cache_survives_a_cut_line(tmp_path):
+    path = tmp_path / "d.jsonl"
+    doc = Document("T", "One sentence here. Another sentence there.", "s")
+    chunk = chunk_document(doc)[0]
+
+    class Counting(SentenceDecomposer):
+        calls = 0
+
+        def decompose(self, title, text, chunk):
+            Counting.calls += 1
+            return super().decompose(title, text, chunk)
+
+    cache = DecompositionCache(path)
+    first = decompose_cached(Counting(), cache, doc.title, doc.text, chunk)
+    with path.open("a") as stream:
+        stream.write('{"key": "cut-sho')  # an interrupted append
+    again = decompose_cached(Counting(), DecompositionCache(path), doc.title, doc.text, chunk)
+    assert again == first and Counting.calls == 1
+    other = Document("U", "Third sentence now.", "s")
+    cache2 = DecompositionCache(path)
+    cache2.put("k", [AtomicFact("x y z.", 0, 5)])
+    assert DecompositionCache(path).get("k") == [AtomicFact("x y z.", 0, 5)]
+    assert other.id != doc.id
+
+
+def test_parse_queries():
+    reply = "Search queries:\n1. birthplace of Ada Lovelace\n- \"founder of Zorblax\"\nWho founded it?\nwho founded it?"
+    assert parse_queries(reply, 5, "Who founded it?") == ["birthplace of Ada Lovelace", "founder of Zorblax"]
