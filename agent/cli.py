@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from .errors import FactweaveError
+from .llm.cli import llm_group
 from .web.cli import web_group
 
 MODEL_HELP = "Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id."
@@ -230,6 +231,7 @@ def eval_kamel(data, split, limit, modes, model, beams, max_tokens, batch_size, 
 
 
 cli.add_command(web_group)
+cli.add_command(llm_group)
 
 
 def main() -> None:

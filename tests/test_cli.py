@@ -30,7 +30,9 @@ def kb(tmp_path):
 
 
 def test_help_has_examples(tmp_path):
-    for cmd in (["--help"], ["ask", "--help"], ["index", "build", "--help"], ["eval", "kamel", "--help"]):
+    for cmd in (["--help"], ["ask", "--help"], ["index", "build", "--help"], ["eval", "kamel", "--help"],
+                ["web", "build", "--help"], ["web", "search", "--help"], ["web", "stats", "--help"],
+                ["llm", "serve", "--help"]):
         out = run(*cmd, cache=tmp_path).stdout
         assert "Usage" in out
         if cmd != ["--help"]:

@@ -15,7 +15,7 @@ from agent.errors import FactweaveError
 from agent.knowledge.loaders import load_facts
 from agent.web.decompose import SentenceDecomposer
 from agent.web.documents import Document, read_documents
-from agent.web.web import KnowledgeWeb
+from agent.web.web import DEFAULT_DEGREE_WEIGHT, KnowledgeWeb
 
 WEB = DATA / "web"
 DOCS = [WEB / "notes.md", WEB / "corpus.json", WEB / "rows.jsonl"]
@@ -52,7 +52,9 @@ def test_build_search_and_provenance(open_web):
     assert result.hits, result
     top = result.hits[0]
     assert "founded" in top.text and "Zorblax Station" in top.text
-    assert top.score == pytest.approx(top.cosine + top.degree)
+    assert top.score == pytest.approx(top.cosine + DEFAULT_DEGREE_WEIGHT * top.degree)
+    paper = web.search("Who founded Zorblax Station?", k=5, degree_weight=1.0).hits
+    assert all(h.score == pytest.approx(h.cosine + h.degree) for h in paper)
     assert top.degree >= 1 and top.keywords
     scores = [h.score for h in result.hits]
     assert scores == sorted(scores, reverse=True)
@@ -172,3 +174,16 @@ def test_killed_build_resumes_to_the_same_counts(tmp_path, graph, graph_server, 
     total = uninterrupted["stats"]["chunks"]
     assert at_kill < total, f"the build was not interrupted midway ({at_kill} of {total} chunks stored)"
     assert uninterrupted["documents"]["documents"] == 196 and uninterrupted["stats"]["facts"] > 500
+
+
+def test_fact_finding_loop_is_bounded(open_web, local_chat):
+    web = open_web()
+    web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    covered = web.find_facts("Who founded Zorblax Station?", k=5, client=local_chat, max_subqueries=2)
+    assert covered.uncovered == [] and covered.subqueries == []  # nothing missing: no model call
+    question = "Who founded Zorblax Station, and which violin did Paganini prefer?"
+    result = web.find_facts(question, k=5, client=local_chat, max_subqueries=2)
+    assert "Paganini" in result.uncovered or "violin" in result.uncovered
+    assert 1 <= len(result.subqueries) <= 2, result.subqueries
+    assert all(q.strip() and q.casefold() != question.casefold() for q in result.subqueries)
+    assert any("Zorblax Station" in hit.text for hit in result.hits)

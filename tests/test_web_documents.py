@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import DATA, REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,7 +20,6 @@ from agent.web.decompose import (
 from agent.web.documents import Document, chunk_document, read_documents, sentence_spans
 from agent.web.keywords import extract_keywords, keyword_id, triple_keywords
 from agent.web.subqueries import parse_queries
-from conftest import DATA, REPO
 
 WEB = DATA / "web"
 
@@ -129,3 +129,35 @@ def test_decomposition_cache_survives_a_cut_line(tmp_path):
 def test_parse_queries():
     reply = "Search queries:\n1. birthplace of Ada Lovelace\n- \"founder of Zorblax\"\nWho founded it?\nwho founded it?"
     assert parse_queries(reply, 5, "Who founded it?") == ["birthplace of Ada Lovelace", "founder of Zorblax"]
+
+
+def test_llm_decomposer_keeps_supported_facts_with_offsets(serve_chat):
+    from llm_fixtures import ScriptedChat
+
+    from agent.llm import OpenAIChat
+    from agent.web.decompose import LLMDecomposer
+
+    reply = ("Here are the facts:\n- Tomas Berg was the first director of Zorblax Station.\n"
+             "- He later taught in Tromso.\n- Ada Lovelace was an English mathematician.\n- ok")
+    scripted = ScriptedChat(reply)
+    client = OpenAIChat("scripted", base_url=serve_chat(scripted))  # real HTTP, real SDK
+    doc = next(read_documents([WEB / "rows.jsonl"]))
+    facts = LLMDecomposer(client).decompose(doc.title, doc.text, chunk_document(doc)[0])
+    # the echoed worked example is dropped (not supported by the passage), the pronoun resolved
+    assert [f.text for f in facts] == ["Tomas Berg was the first director of Zorblax Station.",
+                                       "Tomas Berg later taught in Tromso."]
+    assert doc.text[facts[1].start:facts[1].end] == "He later taught in Tromso."
+    sent = scripted.calls[0]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert "Tomas Berg" in sent[-1]["content"] and "Ada Lovelace" not in sent[-1]["content"]
+
+
+def test_llm_decomposer_on_the_local_model(local_chat):
+    from agent.web.decompose import LLMDecomposer
+
+    doc = next(read_documents([WEB / "corpus.json"]))
+    chunk = chunk_document(doc)[0]
+    facts = LLMDecomposer(local_chat, max_tokens=96).decompose(doc.title, doc.text, chunk)
+    for fact in facts:  # whatever the small model writes, what is kept is traceable and supported
+        assert chunk.start <= fact.start < fact.end <= chunk.end
+        assert fact.text.endswith((".", "!", "?", '"', "'", ")"))
