@@ -161,3 +161,9 @@ def test_llm_decomposer_on_the_local_model(local_chat):
     for fact in facts:  # whatever the small model writes, what is kept is traceable and supported
         assert chunk.start <= fact.start < fact.end <= chunk.end
         assert fact.text.endswith((".", "!", "?", '"', "'", ")"))
+
+
+def test_initials_and_abbreviations_do_not_end_sentences():
+    text = "The study began with G. Stanley Hall's book. Dr. Quell lives in St. Louis. She is 70."
+    assert [text[a:b] for a, b in sentence_spans(text)] == [
+        "The study began with G. Stanley Hall's book.", "Dr. Quell lives in St. Louis.", "She is 70."]

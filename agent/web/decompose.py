@@ -58,7 +58,7 @@ class SentenceDecomposer:
     """One fact per sentence; a leading pronoun becomes the document title ("She was" -> "Ada
     Lovelace was", "Its" -> "Ada Lovelace's")."""
 
-    fingerprint = "sentences-v1"
+    fingerprint = "sentences-v2"  # v2: initials and abbreviations do not end sentences
 
     def __init__(self, min_chars: int = 12) -> None:
         self.min_chars = min_chars

@@ -129,6 +129,11 @@ def read_documents(paths: Iterable[str | Path]) -> Iterator[Document]:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+# A period after these does not end a sentence: "G. Stanley Hall", "Dr. Quell", "St. Louis".
+_ABBREVIATION = re.compile(
+    r"(?:\b[A-Z]|\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|Ft|Gen|Col|Lt|Capt|Sgt|Rev|Hon|Gov|Sen|Rep|"
+    r"Inc|Ltd|Co|Corp|No|Vol|vs|etc|approx|ca|c|e\.g|i\.e|U\.S|U\.K))\.$"
+)
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -137,6 +142,8 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     spans: list[tuple[int, int]] = []
     cursor = start
     for match in _SENTENCE_END.finditer(text, start, end):
+        if _ABBREVIATION.search(text, max(start, match.start() - 8), match.start()):
+            continue
         spans.append((cursor, match.start()))
         cursor = match.end()
     spans.append((cursor, end))
