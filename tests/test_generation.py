@@ -87,3 +87,35 @@ def test_few_shot_examples_are_not_demo_questions():
     for ex in FewShotPrompt.load().examples:
         assert ex.question.lower() not in asked
         assert not any(s in ex.question.lower() for s in subjects if len(s) > 3)
+
+
+def test_per_question_index_of_statements(demo_generator, smollm, questions):
+    """A small tree built per call (as the agent builds from retrieved facts): whatever the model
+    writes after ``Fact:`` is exactly one of its statements; the generator's own index is untouched."""
+    from agent.index import FactIndex
+    from agent.knowledge.facts import Fact
+
+    statements = ["Laurie Graff was born in New York City.", "Zorblax Station is on the island of Norvik.",
+                  "The film was made in the Tamil language.", "Mira Quell was born in Oslo in 1951."]
+    small = FactIndex.build([Fact.from_statement(s, f"notes.md#{i}") for i, s in enumerate(statements)],
+                            smollm.tokenizer)
+    spans = []
+    for beams in (1, 3):
+        for answer in demo_generator.answer_batch(questions[:8], index=small, beams=beams):
+            check_spans(answer, small, set(statements))
+            assert all(span.source.startswith("notes.md#") for span in answer.facts)
+            spans.extend(answer.facts)
+    assert spans, "the model wrote no Fact: line for 8 questions x 2 settings"
+    assert demo_generator.index is not small and len(demo_generator.index.facts) > 40_000
+
+
+def test_per_question_index_for_another_tokenizer_is_refused(demo_generator):
+    from conftest import word_tokenizer
+
+    from agent.errors import IndexMismatchError
+    from agent.index import FactIndex
+    from agent.knowledge.facts import Fact
+
+    other = FactIndex.build([Fact("Paris", "capital of", "France")], word_tokenizer())
+    with pytest.raises(IndexMismatchError):
+        demo_generator.answer("What is the capital of France?", index=other)

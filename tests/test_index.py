@@ -150,3 +150,22 @@ def test_random_large_build_counts_are_exact():
     seqs = [[rng.randrange(50) for _ in range(rng.randrange(1, 9))] for _ in range(5000)]
     index = build(seqs)
     assert len(index) == len({tuple(s) for s in seqs}) == index.leaf_counts[0]
+
+
+def test_statement_facts_round_trip_and_old_tables_read_as_triples(tmp_path):
+    tok = word_tokenizer(("Zorblax", "founded", "by", "Mira"))
+    facts = [Fact.from_statement("Zorblax founded by Mira .", "notes.md [0:24]"),
+             Fact("Paris", "capital of", "France", "kb.tsv:1")]
+    index = FactIndex.build(facts, tok)
+    assert [f.text for f in index.facts] == ["Zorblax founded by Mira .", "<Paris> <capital of> <France> ."]
+    save_index(index, tmp_path / "i.fwidx")
+    loaded = load_index(tmp_path / "i.fwidx", tok)
+    assert list(loaded.facts) == list(index.facts)
+    assert loaded.facts[0].source == "notes.md [0:24]" and loaded.facts[0].subject == ""
+    # A table written before the statement column existed: every fact is a triple.
+    from agent.index.table import FactTable
+
+    old = FactTable({k: v for k, v in index.facts.arrays.items() if not k.startswith("statement_")})
+    assert old[1] == facts[1] and old[0].text == "<> <> <> ."
+    with pytest.raises(ValueError):
+        Fact.from_statement("   ")

@@ -11,6 +11,8 @@ from typing import Any
 import torch
 from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
+from ..errors import IndexMismatchError
+from ..index.tokens import tokenizer_fingerprint
 from ..prompts import FewShotPrompt
 from .processor import FactConstrainedLogitsProcessor
 from .spans import FactSpan, locate_spans
@@ -89,6 +91,13 @@ class FactGenerator:
         self.tracker = FactTracker(index, self.vocab) if index is not None else None
         self._tok_lock = threading.Lock()
 
+    def _checked(self, index: Any) -> Any:
+        """``index`` if it was built for this generator's tokenizer (token ids must mean the same)."""
+        expected = tokenizer_fingerprint(self.tokenizer)
+        if getattr(index, "fingerprint", expected) != expected:
+            raise IndexMismatchError("the fact index was built for another tokenizer; build it with this model's")
+        return index
+
     def render(self, question: str) -> str:
         """The prompt text for ``question`` (chat template when the tokenizer has one)."""
         if getattr(self.tokenizer, "chat_template", None):
@@ -100,9 +109,14 @@ class FactGenerator:
         return self.answer_batch([question], **kwargs)[0]
 
     def answer_batch(self, questions: Sequence[str], *, constrained: bool = True, beams: int | None = None,
-                     max_new_tokens: int | None = None) -> list[Answer]:
-        """Answer ``questions`` in one batched ``generate`` call."""
-        if constrained and self.tracker is None:
+                     max_new_tokens: int | None = None, index: Any | None = None) -> list[Answer]:
+        """Answer ``questions`` in one batched ``generate`` call.
+
+        ``index`` replaces the generator's own index for this call only (e.g. a small tree over
+        the facts retrieved for these questions); it must be built for the same tokenizer.
+        """
+        tracker = self.tracker if index is None else FactTracker(self._checked(index), self.vocab)
+        if constrained and tracker is None:
             raise ValueError("constrained generation needs a fact index")
         beams = beams or self.beams
         t0 = time.perf_counter()
@@ -114,7 +128,7 @@ class FactGenerator:
         prompt_len = enc["input_ids"].shape[1]
         processors = LogitsProcessorList()
         if constrained:
-            processors.append(FactConstrainedLogitsProcessor(self.tracker, prompts, num_beams=beams))
+            processors.append(FactConstrainedLogitsProcessor(tracker, prompts, num_beams=beams))
         stop = StoppingCriteriaList([_AnswerLineDone(self.tokenizer, self.vocab, prompt_len)])
         t1 = time.perf_counter()
         with torch.inference_mode():
@@ -130,8 +144,8 @@ class FactGenerator:
             while row and row[-1] in special:
                 row.pop()
             if constrained:
-                state = self.tracker.replay(prompt, row)
-                text, spans = locate_spans(self.tokenizer, self.index, row, state.spans)
+                state = tracker.replay(prompt, row)
+                text, spans = locate_spans(self.tokenizer, tracker.index, row, state.spans)
             else:
                 text = self.tokenizer.decode(row, skip_special_tokens=True, clean_up_tokenization_spaces=False)
                 spans = []

@@ -1,4 +1,8 @@
-"""A compact, immutable table of facts: four UTF-8 blobs with offsets, no Python objects per row."""
+"""A compact, immutable table of facts: UTF-8 blobs with offsets per column, no Python objects per row.
+
+The ``statement`` column (free-text facts) came after the first index files; a table loaded from
+a file without it reads every statement as empty, i.e. all its facts are triples.
+"""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -8,7 +12,7 @@ import numpy as np
 
 from ..knowledge.facts import Fact
 
-COLUMNS = ("subject", "predicate", "object", "source")
+COLUMNS = ("subject", "predicate", "object", "source", "statement")
 
 
 def _pack(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -39,7 +43,9 @@ class FactTable:
         return len(self.arrays["subject_offsets"]) - 1
 
     def _field(self, col: str, i: int) -> str:
-        off = self.arrays[f"{col}_offsets"]
+        off = self.arrays.get(f"{col}_offsets")
+        if off is None:  # an index file written before the column existed
+            return ""
         return bytes(self.arrays[f"{col}_blob"][off[i] : off[i + 1]]).decode("utf-8")
 
     def __getitem__(self, i: int) -> Fact:

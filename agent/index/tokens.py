@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,10 +34,32 @@ def fact_token_ids(tokenizer: Any, texts: Sequence[str], batch_size: int = 4096)
     return out
 
 
+_FINGERPRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def tokenizer_fingerprint(tokenizer: Any) -> str:
     """A hash of what decides fact token ids: the vocabulary, the special tokens, and how a
     probe text with unicode, digits and the trigger is split. Two tokenizers with the same
-    fingerprint tokenize facts the same way."""
+    fingerprint tokenize facts the same way.
+
+    Hashing a 150k vocabulary takes ~0.2 s, which would dominate building a per-question tree of
+    a few facts, so the result is remembered per tokenizer object (and recomputed if tokens were
+    added to it since)."""
+    try:
+        size, known = _FINGERPRINTS[tokenizer]
+        if size == len(tokenizer):
+            return known
+    except (KeyError, TypeError):
+        pass
+    fingerprint = _compute_fingerprint(tokenizer)
+    try:
+        _FINGERPRINTS[tokenizer] = (len(tokenizer), fingerprint)
+    except TypeError:  # an object that cannot be weakly referenced: just do not remember it
+        pass
+    return fingerprint
+
+
+def _compute_fingerprint(tokenizer: Any) -> str:
     h = hashlib.sha256()
     h.update(SCHEME.encode())
     vocab = tokenizer.get_vocab()

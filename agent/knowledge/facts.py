@@ -35,16 +35,30 @@ def inverse_predicate(predicate: str) -> str:
 
 @dataclass(frozen=True)
 class Fact:
-    """One triple with where it came from (``source``: e.g. ``file.tsv:12``)."""
+    """One triple with where it came from (``source``: e.g. ``file.tsv:12``).
+
+    A fact may instead be a free-text ``statement`` (an atomic fact of the knowledge web, e.g.
+    "Ada Lovelace was an English mathematician."): its text is then the statement itself, and
+    subject, predicate and object are empty. See :meth:`from_statement`.
+    """
 
     subject: str
     predicate: str
     object: str
     source: str = ""
+    statement: str = ""
+
+    @classmethod
+    def from_statement(cls, statement: str, source: str = "") -> Fact:
+        """A fact whose text is ``statement`` (whitespace folded), not a verbalized triple."""
+        text = _SPACE.sub(" ", statement).strip()
+        if not text:
+            raise ValueError("a fact statement must not be empty")
+        return cls("", "", "", source, text)
 
     @property
     def text(self) -> str:
-        return verbalize(self.subject, self.predicate, self.object)
+        return self.statement or verbalize(self.subject, self.predicate, self.object)
 
     def inverse(self, predicate: str | None = None) -> Fact:
         """The same knowledge read tail to head, for ``<object> <inverse> <subject> .``."""

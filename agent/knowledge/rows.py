@@ -26,7 +26,7 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     try:
         # Binary lines decoded one by one: a text stream decodes ahead in chunks, which would
         # blame the wrong line for a bad byte.
-        stream = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+        stream = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")  # noqa: SIM115 (closed by the `with` below)
     except FileNotFoundError:
         raise FactweaveError(f"{path}: no such file") from None
     except OSError as error:
