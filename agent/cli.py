@@ -129,44 +129,89 @@ def _open(model, kb, index_path, inverse, beams, max_tokens, device, dtype):
 @click.argument("question")
 @_generation_options
 @click.option("--free", is_flag=True, help="Generate without the fact constraint (LLM-only), for comparison.")
-@click.option("--json", "as_json", is_flag=True, help="Print {answer, text, facts, timings} as JSON.")
-def ask(question, model, kb, index_path, inverse, beams, max_tokens, device, dtype, free, as_json) -> None:
+@click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also use this knowledge web (see `factweave web build`): retrieve facts, build a "
+                   "per-question fact tree, answer from it.")
+@click.option("--tree", type=click.Choice(["kb", "question", "both"]), default=None,
+              help="Fact tree while generating: the KB, a per-question tree of retrieved facts, or both "
+                   "(per-question first). Default: both with --web, else kb.")
+@click.option("--rerank/--no-rerank", default=False, show_default=True,
+              help="With --web: let the chat model pick the retrieved facts (see `factweave web search`).")
+@click.option("--json", "as_json", is_flag=True, help="Print {answer, text, facts, timings} as JSON (+ trace with --web).")
+def ask(question, model, kb, index_path, inverse, beams, max_tokens, device, dtype, free, web_dir, tree, rerank,
+        as_json) -> None:
     """Answer QUESTION; every `Fact:` line is constrained to the knowledge base.
 
     \b
     Example:
       factweave ask "What is the original language of Kalakalappu 2?" --json
+      factweave ask "Who founded Zorblax Station?" --web my-web --tree both
     """
+    if free and (web_dir or tree):
+        raise click.UsageError("--free generates without facts; it does not combine with --web/--tree")
+    if tree in ("question", "both") and web_dir is None:
+        raise click.UsageError(f"--tree {tree} builds a tree from retrieved facts: give --web")
     t0 = time.perf_counter()
     gen = _open(model, kb, index_path, inverse, beams, max_tokens, device, dtype)
     load_s = time.perf_counter() - t0
-    answer = gen.answer(question, constrained=not free)
-    answer.timings["load_s"] = round(load_s, 3)
+    if web_dir is not None:
+        payload = _ask_with_web(gen, question, web_dir, tree or "both", rerank)
+    else:
+        out = gen.answer(question, constrained=not free).as_dict()
+        payload = {k: out[k] for k in ("answer", "text", "facts", "timings", "truncated", "tokens")}
+    payload["timings"]["load_s"] = round(load_s, 3)
     if as_json:
-        out = answer.as_dict()
-        click.echo(json.dumps({k: out[k] for k in ("answer", "text", "facts", "timings", "truncated")},
-                              ensure_ascii=False, indent=2))
+        payload.pop("tokens", None)
+        click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
+    _print_answer(payload, free)
+
+
+def _ask_with_web(gen, question: str, web_dir: Path, tree: str, rerank: bool) -> dict:
+    from .agent import FactAgent
+    from .web.web import KnowledgeWeb
+
+    if not (web_dir / "web.json").exists():
+        raise FactweaveError(f"no knowledge web in {web_dir}; build one with `factweave web build --web {web_dir}`")
+    with KnowledgeWeb.open(web_dir) as web:
+        reranker = None
+        if rerank:
+            from .llm import chat_client_from_env
+            from .rerank import Reranker
+
+            reranker = Reranker(chat_client_from_env())
+        reply = FactAgent(gen, web, reranker, tree=tree).answer(question)
+    last = reply.trace["steps"]["attempts"][-1]
+    return {"answer": reply.answer, "text": reply.text, "facts": reply.facts,
+            "timings": dict(reply.trace["timings"]), "truncated": bool(last.get("truncated")),
+            "tokens": reply.trace["tokens"], "trace": reply.trace}
+
+
+def _print_answer(payload: dict, free: bool) -> None:
     from rich.text import Text
 
     con = _console()
-    text = Text(answer.text)
-    for i, span in enumerate(answer.facts, 1):
-        text.stylize("bold green", span.start, span.end)
+    text = Text(payload["text"])
+    for fact in payload["facts"]:
+        text.stylize("bold green", fact["start"], fact["end"])
     con.print(text)
     con.print()
-    if answer.truncated:
+    if payload["truncated"]:
         con.print("[yellow]No Answer: line: generation stopped at --max-tokens.[/yellow]")
-    if answer.facts:
-        con.print(f"[green]{len(answer.facts)} fact(s) constrained to the knowledge base:[/green]")
-        for span in answer.facts:
-            con.print(f"  [green]#{span.id}[/green] {span.text}  [dim]({span.source})[/dim]", markup=True)
+    if payload["facts"]:
+        con.print(f"[green]{len(payload['facts'])} fact(s) constrained to the knowledge base:[/green]")
+        for fact in payload["facts"]:
+            where = fact["source"]
+            label = f"#{fact['id']}" if "web_fact_id" not in fact else "web"
+            con.print(f"  [green]{label}[/green] {fact['text']}  [dim]({where})[/dim]", markup=True)
     elif not free:
         con.print("[dim]No fact was stated.[/dim]")
     else:
         con.print("[yellow]Free generation: the Fact: lines above were not checked.[/yellow]")
-    t = answer.timings
-    con.print(f"[dim]{answer.tokens} tokens in {t['generate_s']:.1f} s ({t['tokens_per_s']:.1f} tok/s); load {load_s:.1f} s[/dim]")
+    t = payload["timings"]
+    rate = payload["tokens"] / t["generate_s"] if t.get("generate_s") else 0.0
+    con.print(f"[dim]{payload['tokens']} tokens in {t.get('generate_s', 0):.1f} s ({rate:.1f} tok/s); "
+              f"load {t['load_s']:.1f} s[/dim]")
 
 
 @cli.group("eval", invoke_without_command=False)

@@ -48,6 +48,16 @@ def test_build_search_stats_with_the_embedded_server(tmp_path, cache_dir, openai
     hit = data["hits"][0]
     assert {"score", "cosine", "degree", "keywords", "provenance", "source_line"} <= set(hit)
 
+    # The full pipeline from the command line: retrieve, per-question tree, constrained answer.
+    asked = run("ask", "Who founded Zorblax Station?", "--web", web, "--tree", "question", "--model",
+                "smollm2-135m", "--max-tokens", "48", "--json", cache=cache_dir)
+    assert asked.returncode == 0, asked.stderr
+    reply = json.loads(asked.stdout)
+    retrieved = {h["text"] for h in reply["trace"]["steps"]["retrieved"]}
+    assert retrieved and reply["trace"]["steps"]["attempts"][0]["tree"] == "question"
+    assert all(f["text"] in retrieved and reply["text"][f["start"]:f["end"]] == f["text"] for f in reply["facts"])
+    assert {"answer", "text", "facts", "timings", "truncated", "trace"} <= set(reply)
+
     stats = run("web", "stats", "--web", web, "--json", cache=cache_dir)
     assert json.loads(stats.stdout)["facts"] == report["stats"]["facts"]
 
@@ -68,3 +78,5 @@ def test_errors_are_one_line(tmp_path, cache_dir):
     assert "bolt://127.0.0.1:9" in one_error_line(down)
     bad = run("web", "build", str(WEB / "rows-bad.jsonl"), "--web", str(tmp_path / "w2"), cache=cache_dir)
     assert "rows-bad.jsonl:2" in one_error_line(bad)
+    no_web = run("ask", "Who?", "--tree", "question", cache=cache_dir)
+    assert no_web.returncode == 2 and "--web" in no_web.stderr
