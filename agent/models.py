@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -108,6 +109,18 @@ class LoadedModel:
     tokenizer: Any
     name: str
     load_seconds: float
+
+
+_TOKENIZER_LOCKS: dict[int, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def tokenizer_lock(tokenizer: Any) -> threading.Lock:
+    """The one lock of ``tokenizer``, shared by every generator and chat client that uses it: a
+    fast tokenizer's padding settings are shared state that concurrent calls would trample
+    ("Already borrowed")."""
+    with _LOCKS_GUARD:
+        return _TOKENIZER_LOCKS.setdefault(id(tokenizer), threading.Lock())
 
 
 def default_cache_dir() -> Path:

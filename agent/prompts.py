@@ -1,6 +1,7 @@
 """Loading prompts from the ``prompts/`` folder (one home for every prompt text)."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,17 +51,34 @@ class FewShotPrompt:
             examples.append(Example(first[len("Question: ") :].strip(), rest.strip("\n")))
         return cls(read_prompt(f"{folder}/system.txt"), tuple(examples))
 
-    def messages(self, question: str) -> list[dict[str, str]]:
-        msgs = [{"role": "system", "content": self.system}]
+    def messages(self, question: str | Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+        """The chat messages for ``question``: the system prompt, the worked examples, then the
+        question, or a whole conversation (``[{"role", "content"}, ...]``: a system message of
+        its own is appended to ours, each user turn reads ``Question: ...``)."""
+        turns = [{"role": "user", "content": question}] if isinstance(question, str) else list(question)
+        system = "\n\n".join([self.system, *(t["content"] for t in turns if t["role"] == "system")])
+        msgs = [{"role": "system", "content": system}]
         for ex in self.examples:
             msgs.append({"role": "user", "content": f"Question: {ex.question}"})
             msgs.append({"role": "assistant", "content": ex.reply})
-        msgs.append({"role": "user", "content": f"Question: {question}"})
+        for turn in turns:
+            if turn["role"] == "user":
+                msgs.append({"role": "user", "content": _as_question(turn["content"])})
+            elif turn["role"] == "assistant":
+                msgs.append({"role": "assistant", "content": turn["content"]})
+        if msgs[-1]["role"] != "user":
+            raise FactweaveError("the conversation must end with a user message (the question)")
         return msgs
 
-    def plain(self, question: str) -> str:
-        parts = [self.system, ""]
-        for ex in self.examples:
-            parts += [f"Question: {ex.question}", ex.reply, ""]
-        parts.append(f"Question: {question}")
+    def plain(self, question: str | Sequence[Mapping[str, str]]) -> str:
+        """The same as :meth:`messages`, as plain text for tokenizers without a chat template."""
+        msgs = self.messages(question)
+        parts = [msgs[0]["content"], ""]
+        for msg in msgs[1:]:
+            parts.append(msg["content"] if msg["role"] == "user" else msg["content"] + "\n")
         return "\n".join(parts) + "\n"
+
+
+def _as_question(text: str) -> str:
+    text = text.strip()
+    return text if text.lower().startswith("question:") else f"Question: {text}"

@@ -119,3 +119,41 @@ def test_per_question_index_for_another_tokenizer_is_refused(demo_generator):
     other = FactIndex.build([Fact("Paris", "capital of", "France")], word_tokenizer())
     with pytest.raises(IndexMismatchError):
         demo_generator.answer("What is the capital of France?", index=other)
+
+
+def test_stream_gives_the_same_answer_token_by_token(demo_generator, demo_index, kb_texts, questions):
+    """Streaming is the same generation: the token texts add up to the answer's text, and each
+    fact arrives as soon as its last token is out, equal to the answer's span."""
+    facts = 0
+    for question in questions[:3]:
+        shown, streamed, answer = "", [], None
+        for event in demo_generator.stream(question, max_new_tokens=48):
+            if event.kind == "token":
+                shown += event.text
+            elif event.kind == "fact":
+                assert shown[event.fact.start:event.fact.end] == event.fact.text  # already complete
+                streamed.append(event.fact)
+            else:
+                answer = event.answer
+        assert answer is not None and shown == answer.text
+        assert streamed == answer.facts
+        assert answer.text == demo_generator.answer(question, max_new_tokens=48).text
+        check_spans(answer, demo_index, kb_texts)
+        facts += len(streamed)
+    assert facts > 0
+
+
+def test_stream_with_beams_arrives_in_one_piece(demo_generator, questions):
+    events = list(demo_generator.stream(questions[0], beams=3, max_new_tokens=40))
+    assert [e.kind for e in events if e.kind != "fact"] == ["token", "done"]
+    assert events[0].text == events[-1].answer.text == demo_generator.answer(questions[0], beams=3,
+                                                                            max_new_tokens=40).text
+
+
+def test_closing_a_stream_stops_the_generation(demo_generator, questions):
+    stream = demo_generator.stream("List every fact you know about Kalakalappu 2.", max_new_tokens=400)
+    seen = [next(stream) for _ in range(3)]
+    assert all(e.kind in ("token", "fact") for e in seen)
+    stream.close()  # the worker thread is stopped and joined here
+    assert not [t for t in threading.enumerate() if t.name == "factweave-generate"]
+    assert demo_generator.answer(questions[0], max_new_tokens=16).tokens > 0

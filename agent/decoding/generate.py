@@ -1,23 +1,29 @@
 """Answering questions with ReFactX: prompt, constrained generation, answer and fact spans."""
 from __future__ import annotations
 
+import queue
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
 
 import torch
 from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+from transformers.generation.streamers import BaseStreamer
 
 from ..errors import IndexMismatchError
 from ..index.tokens import tokenizer_fingerprint
+from ..models import tokenizer_lock
 from ..prompts import FewShotPrompt
 from .processor import FactConstrainedLogitsProcessor
-from .spans import FactSpan, locate_spans
+from .spans import FactSpan, decode_tokens, locate_spans
 from .tracker import FactTracker
 from .vocab import TokenVocab
+
+# A question, or a whole conversation ending with the user's question.
+Prompt = Union[str, Sequence[Mapping[str, str]]]
 
 _ANSWER = re.compile(r"^[ \t]*answer:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
 
@@ -43,10 +49,11 @@ class Answer:
     constrained: bool
     timings: dict[str, float] = field(default_factory=dict)
     tokens: int = 0
+    prompt_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "question": self.question,
+            "question": self.question if isinstance(self.question, str) else list(self.question),
             "answer": self.answer,
             "text": self.text,
             "facts": [f.as_dict() for f in self.facts],
@@ -54,7 +61,20 @@ class Answer:
             "constrained": self.constrained,
             "timings": self.timings,
             "tokens": self.tokens,
+            "prompt_tokens": self.prompt_tokens,
         }
+
+
+@dataclass(frozen=True)
+class GenerationEvent:
+    """One step of :meth:`FactGenerator.stream`: ``"token"`` (``text`` is the new text),
+    ``"fact"`` (``fact`` just completed, offsets into the text so far), then one ``"done"``
+    carrying the whole :class:`Answer` (its ``text`` is the concatenation of every token's)."""
+
+    kind: str
+    text: str = ""
+    fact: FactSpan | None = None
+    answer: Answer | None = None
 
 
 class _AnswerLineDone(StoppingCriteria):
@@ -74,9 +94,54 @@ class _AnswerLineDone(StoppingCriteria):
         return done
 
 
+class _Cancelled(StoppingCriteria):
+    """Stops every row once ``event`` is set (the caller stopped reading a stream)."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
+        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+
+
+class _TokenQueue(BaseStreamer):
+    """Hands each generated token id to the reading thread (the prompt, sent first, is skipped)."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue = queue.Queue()
+        self._prompt_seen = False
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self._prompt_seen:
+            self._prompt_seen = True
+            return
+        self.queue.put(("token", int(value.reshape(-1)[0])))
+
+    def end(self) -> None:
+        self.queue.put(("end", None))
+
+
+@dataclass
+class _Run:
+    """One prepared ``generate`` call: its inputs and the pieces that read its output."""
+
+    questions: list[Prompt]
+    prompts: list[str]
+    inputs: dict[str, torch.Tensor]
+    tracker: FactTracker | None
+    kwargs: dict[str, Any]
+    started: float
+    prepared: float
+
+    @property
+    def prompt_len(self) -> int:
+        return int(self.inputs["input_ids"].shape[1])
+
+
 class FactGenerator:
     """A local causal LM with an optional fact index. ``answer`` generates with ReFactX
-    constrained decoding when ``constrained`` (and an index is given), else freely (LLM-only).
+    constrained decoding when ``constrained`` (and an index is given), else freely (LLM-only);
+    ``stream`` does the same token by token.
 
     Thread-safe: per-call state lives in per-call objects; the tokenizer is guarded by a lock
     because fast tokenizers refuse concurrent calls that change padding."""
@@ -89,7 +154,7 @@ class FactGenerator:
         vocab_size = getattr(model.config, "vocab_size", None) if hasattr(model, "config") else None
         self.vocab = TokenVocab.from_tokenizer(tokenizer, vocab_size)
         self.tracker = FactTracker(index, self.vocab) if index is not None else None
-        self._tok_lock = threading.Lock()
+        self._tok_lock = tokenizer_lock(tokenizer)
 
     def _checked(self, index: Any) -> Any:
         """``index`` if it was built for this generator's tokenizer (token ids must mean the same)."""
@@ -98,64 +163,146 @@ class FactGenerator:
             raise IndexMismatchError("the fact index was built for another tokenizer; build it with this model's")
         return index
 
-    def render(self, question: str) -> str:
-        """The prompt text for ``question`` (chat template when the tokenizer has one)."""
+    def render(self, question: Prompt) -> str:
+        """The prompt text for ``question`` or a conversation (chat template when the tokenizer has one)."""
         if getattr(self.tokenizer, "chat_template", None):
             return self.tokenizer.apply_chat_template(self.prompt.messages(question), tokenize=False,
                                                       add_generation_prompt=True)
         return self.prompt.plain(question)
 
-    def answer(self, question: str, **kwargs: Any) -> Answer:
+    def answer(self, question: Prompt, **kwargs: Any) -> Answer:
         return self.answer_batch([question], **kwargs)[0]
 
-    def answer_batch(self, questions: Sequence[str], *, constrained: bool = True, beams: int | None = None,
+    def answer_batch(self, questions: Sequence[Prompt], *, constrained: bool = True, beams: int | None = None,
                      max_new_tokens: int | None = None, index: Any | None = None) -> list[Answer]:
         """Answer ``questions`` in one batched ``generate`` call.
 
         ``index`` replaces the generator's own index for this call only (e.g. a small tree over
         the facts retrieved for these questions); it must be built for the same tokenizer.
         """
+        run = self._prepare(questions, constrained, beams, max_new_tokens, index)
+        with torch.inference_mode():
+            out = self.model.generate(**run.inputs, **run.kwargs)
+        generated = time.perf_counter()
+        return self._finish(run, out[:, run.prompt_len:].tolist(), generated)
+
+    def stream(self, question: Prompt, *, constrained: bool = True, beams: int | None = None,
+               max_new_tokens: int | None = None, index: Any | None = None) -> Iterator[GenerationEvent]:
+        """Answer ``question`` as a stream of :class:`GenerationEvent`: text as it is generated,
+        each constrained fact as soon as it is complete, then the :class:`Answer` (the same one
+        :meth:`answer` gives).
+
+        Beam search keeps several candidates until the end, so with ``beams > 1`` the text
+        arrives in one piece when generation is done. Closing the iterator early stops the
+        generation.
+
+        Example::
+
+            for event in gen.stream("Where was Laurie Graff born?"):
+                if event.kind == "token":
+                    print(event.text, end="", flush=True)
+        """
+        run = self._prepare([question], constrained, beams, max_new_tokens, index)
+        if run.kwargs["num_beams"] > 1:
+            answer = self.answer_batch([question], constrained=constrained, beams=beams,
+                                       max_new_tokens=max_new_tokens, index=index)[0]
+            yield GenerationEvent("token", answer.text)
+            for span in answer.facts:
+                yield GenerationEvent("fact", fact=span)
+            yield GenerationEvent("done", answer=answer)
+            return
+        streamer, cancel = _TokenQueue(), threading.Event()
+        run.kwargs["stopping_criteria"].append(_Cancelled(cancel))
+        failure: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                with torch.inference_mode():
+                    self.model.generate(**run.inputs, **run.kwargs, streamer=streamer)
+            except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, raised there
+                failure.append(exc)
+                streamer.queue.put(("end", None))
+
+        worker = threading.Thread(target=work, name="factweave-generate", daemon=True)
+        worker.start()
+        tokens: list[int] = []
+        shown = ""
+        tracker = run.tracker if constrained else None
+        state = tracker.start(run.prompts[0]) if tracker else None
+        try:
+            while True:
+                kind, token = streamer.queue.get()
+                if kind == "end":
+                    break
+                tokens.append(token)
+                text = decode_tokens(self.tokenizer, tokens)
+                # Hold back a partial UTF-8 character; text already shown is never rewritten.
+                if text.startswith(shown) and not text.endswith("\ufffd") and len(text) > len(shown):
+                    yield GenerationEvent("token", text[len(shown):])
+                    shown = text
+                if tracker is not None:
+                    done = len(state.spans)
+                    state = tracker.advance(state, token, len(tokens) - 1)
+                    if len(state.spans) > done:
+                        _, spans = locate_spans(self.tokenizer, tracker.index, tokens, state.spans[done:])
+                        yield GenerationEvent("fact", fact=spans[0])
+            worker.join()
+            if failure:
+                raise failure[0]
+            answer = self._finish(run, [tokens], time.perf_counter())[0]
+            if answer.text.startswith(shown) and len(answer.text) > len(shown):
+                yield GenerationEvent("token", answer.text[len(shown):])
+            yield GenerationEvent("done", answer=answer)
+        finally:
+            cancel.set()
+            worker.join()
+
+    def _prepare(self, questions: Sequence[Prompt], constrained: bool, beams: int | None,
+                 max_new_tokens: int | None, index: Any | None) -> _Run:
         tracker = self.tracker if index is None else FactTracker(self._checked(index), self.vocab)
         if constrained and tracker is None:
             raise ValueError("constrained generation needs a fact index")
         beams = beams or self.beams
-        t0 = time.perf_counter()
+        started = time.perf_counter()
         prompts = [self.render(q) for q in questions]
         with self._tok_lock:
             enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         device = getattr(self.model, "device", torch.device("cpu"))
-        enc = {k: v.to(device) for k, v in enc.items()}
-        prompt_len = enc["input_ids"].shape[1]
+        inputs = {k: v.to(device) for k, v in enc.items()}
         processors = LogitsProcessorList()
         if constrained:
             processors.append(FactConstrainedLogitsProcessor(tracker, prompts, num_beams=beams))
-        stop = StoppingCriteriaList([_AnswerLineDone(self.tokenizer, self.vocab, prompt_len)])
-        t1 = time.perf_counter()
-        with torch.inference_mode():
-            out = self.model.generate(
-                **enc, do_sample=False, num_beams=beams, max_new_tokens=max_new_tokens or self.max_new_tokens,
-                logits_processor=processors, stopping_criteria=stop,
-                pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.tokenizer.eos_token_id,
-            )
-        t2 = time.perf_counter()
+        stop = StoppingCriteriaList([_AnswerLineDone(self.tokenizer, self.vocab, inputs["input_ids"].shape[1])])
+        kwargs = {"do_sample": False, "num_beams": beams, "max_new_tokens": max_new_tokens or self.max_new_tokens,
+                  "logits_processor": processors, "stopping_criteria": stop,
+                  "pad_token_id": self.tokenizer.pad_token_id, "eos_token_id": self.tokenizer.eos_token_id}
+        return _Run(list(questions), prompts, inputs, tracker if constrained else None, kwargs, started,
+                    time.perf_counter())
+
+    def _finish(self, run: _Run, rows: list[list[int]], generated: float) -> list[Answer]:
+        """Answers from the generated token ids of each row (padding and end tokens removed)."""
         answers = []
         special = set(getattr(self.tokenizer, "all_special_ids", []) or [])
-        for q, prompt, row in zip(questions, prompts, out[:, prompt_len:].tolist()):
+        mask = run.inputs.get("attention_mask")
+        for i, (q, prompt, row) in enumerate(zip(run.questions, run.prompts, rows)):
+            row = list(row)
             while row and row[-1] in special:
                 row.pop()
-            if constrained:
-                state = tracker.replay(prompt, row)
-                text, spans = locate_spans(self.tokenizer, tracker.index, row, state.spans)
+            if run.tracker is not None:
+                state = run.tracker.replay(prompt, row)
+                text, spans = locate_spans(self.tokenizer, run.tracker.index, row, state.spans)
             else:
-                text = self.tokenizer.decode(row, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-                spans = []
+                text, spans = decode_tokens(self.tokenizer, row), []
             final, truncated = parse_answer(text)
-            answers.append(Answer(q, final, text, spans, truncated, constrained, tokens=len(row)))
-        t3 = time.perf_counter()
+            prompt_tokens = int(mask[i].sum()) if mask is not None else run.prompt_len
+            answers.append(Answer(q, final, text, spans, truncated, run.tracker is not None, tokens=len(row),
+                                  prompt_tokens=prompt_tokens))
+        done = time.perf_counter()
         n_tokens = sum(a.tokens for a in answers)
+        seconds = generated - run.prepared
         for a in answers:
-            a.timings = {"prepare_s": round(t1 - t0, 4), "generate_s": round(t2 - t1, 4),
-                         "spans_s": round(t3 - t2, 4),
-                         "tokens_per_s": round(n_tokens / (t2 - t1), 2) if t2 > t1 else 0.0,
-                         "batch_size": len(questions)}
+            a.timings = {"prepare_s": round(run.prepared - run.started, 4), "generate_s": round(seconds, 4),
+                         "spans_s": round(done - generated, 4),
+                         "tokens_per_s": round(n_tokens / seconds, 2) if seconds > 0 else 0.0,
+                         "batch_size": len(run.questions)}
         return answers

@@ -20,19 +20,20 @@ class FactSpan:
         return asdict(self)
 
 
-def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
+def decode_tokens(tokenizer: Any, ids: Sequence[int]) -> str:
+    """The text of ``ids`` exactly as the answer shows it (special tokens dropped, no clean-up)."""
     return tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
 
 def locate_spans(tokenizer: Any, index: Any, tokens: Sequence[int], spans: Sequence[tuple[int, int, int]]) -> tuple[str, list[FactSpan]]:
     """The decoded text of ``tokens`` and each ``(fact_id, start_token, end_token)`` as a
     :class:`FactSpan` with character offsets into that text (leading space of the fact excluded)."""
-    text = _decode(tokenizer, tokens)
+    text = decode_tokens(tokenizer, tokens)
     out: list[FactSpan] = []
     for fact_id, start_tok, end_tok in spans:
         fact = index.facts[fact_id]
-        start = len(_decode(tokenizer, tokens[:start_tok]))
-        end = len(_decode(tokenizer, tokens[:end_tok]))
+        start = len(decode_tokens(tokenizer, tokens[:start_tok]))
+        end = len(decode_tokens(tokenizer, tokens[:end_tok]))
         segment = text[start:end]
         start += len(segment) - len(segment.lstrip())
         end -= len(segment) - len(segment.rstrip())
