@@ -1,12 +1,22 @@
-"""Opening the pieces together: a model, the index of a knowledge source, and a generator."""
+"""Opening the pieces together from settings: a model, the KB index, a knowledge web, a chat
+client, and the agent that joins them."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .decoding.generate import FactGenerator
+from .errors import FactweaveError
 from .index.files import open_index
 from .knowledge.kamel import demo_kamel_root
-from .models import default_cache_dir, load_model
+from .models import LoadedModel, default_cache_dir, load_model
+
+if TYPE_CHECKING:
+    from .agent import FactAgent
+    from .llm.client import ChatClient
+    from .settings import Settings
+    from .web.web import KnowledgeWeb
 
 # Chosen by measurement on the demo KB (README, "Model presets"): the best accuracy per second
 # of the three packaged models on a 2-core CPU.
@@ -15,15 +25,103 @@ DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 
 def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, index: str | Path | None = None,
                    inverse: bool = False, beams: int = 1, max_new_tokens: int = 160, device: str | None = None,
-                   dtype: str | None = None, cache_dir: Path | None = None, progress: bool = True) -> FactGenerator:
-    """A ready :class:`FactGenerator`: ``model`` (preset, folder or HF id) over the knowledge
-    source ``kb`` (default: the bundled demo KB), its index cached under ``cache_dir``.
+                   dtype: str | None = None, cache_dir: Path | None = None, progress: bool = True,
+                   loaded: LoadedModel | None = None, with_index: bool = True) -> FactGenerator:
+    """A ready :class:`FactGenerator`: ``model`` (preset, folder or HF id; or an already
+    ``loaded`` one) over the knowledge source ``kb`` (default: the bundled demo KB), its index
+    cached under ``cache_dir`` (``with_index=False``: no KB index, per-call trees only).
 
     >>> gen = open_generator("smollm2-135m")                      # doctest: +SKIP
     >>> gen.answer("What is the original language of Kalakalappu 2?").answer   # doctest: +SKIP
     """
     cache_dir = cache_dir or default_cache_dir()
-    loaded = load_model(model, device=device, dtype=dtype, cache_dir=cache_dir)
-    fact_index = open_index(kb or demo_kamel_root(), loaded.tokenizer, cache_dir, index_path=index,
-                            inverse=inverse, model_name=loaded.name, progress=progress)
+    loaded = loaded or load_model(model, device=device, dtype=dtype, cache_dir=cache_dir)
+    fact_index = None
+    if with_index:
+        fact_index = open_index(kb or demo_kamel_root(), loaded.tokenizer, cache_dir, index_path=index,
+                                inverse=inverse, model_name=loaded.name, progress=progress)
     return FactGenerator(loaded.model, loaded.tokenizer, fact_index, beams=beams, max_new_tokens=max_new_tokens)
+
+
+def load_settings_model(settings: Settings) -> LoadedModel:
+    """The model ``settings`` name, on their device and dtype."""
+    return load_model(settings.model, device=settings.device, dtype=settings.dtype,
+                      device_map=settings.device_map, cache_dir=settings.cache_dir())
+
+
+def open_web(settings: Settings, *, progress: bool = True, create: bool = False,
+             build_demo: bool = True) -> KnowledgeWeb:
+    """The knowledge web ``settings`` name. The demo web (no ``web`` set) is built on first use
+    (unless not ``build_demo``); another folder must hold a web already, unless ``create``."""
+    from .web.demo import build_demo_web, demo_web_ready
+    from .web.web import KnowledgeWeb
+
+    folder = settings.web_dir()
+    if not create and not settings.uses_demo_web() and not (folder / "web.json").exists():
+        raise FactweaveError(f"no knowledge web in {folder}; build one with `factweave web build --web {folder}`")
+    password = settings.graph_password.get_secret_value() if settings.graph_password else None
+    web = KnowledgeWeb.open(folder, embedder=settings.embedder, graph_uri=settings.graph_uri,
+                            graph_user=settings.graph_user, graph_password=password,
+                            graph_database=settings.graph_database, vectors=settings.vectors,
+                            pinecone_index=settings.pinecone_index, pinecone_namespace=settings.pinecone_namespace,
+                            pinecone_host=settings.pinecone_host)
+    if build_demo and settings.uses_demo_web() and not demo_web_ready(folder):
+        try:
+            if progress:
+                print(f"Building the demo knowledge web in {folder} (first use; about two minutes)...",
+                      file=sys.stderr)
+            build_demo_web(web, progress=progress)
+        except BaseException:
+            web.close()
+            raise
+    return web
+
+
+def open_chat(settings: Settings, local: LoadedModel | str | None = None) -> ChatClient:
+    """The chat model for re-ranking and sub-queries: the OpenAI-compatible endpoint or key the
+    settings give, else the local model (``local``: reuse an already loaded one)."""
+    from .llm.client import chat_client_from_env
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return chat_client_from_env(model=settings.llm_model, base_url=settings.openai_base_url, api_key=key,
+                                local_model=local if local is not None else settings.model)
+
+
+def open_agent(settings: Settings | None = None, *, progress: bool = True,
+               loaded: LoadedModel | None = None) -> FactAgent:
+    """The agent ``settings`` describe (default: :func:`agent.settings.load_settings`), ready to
+    answer; close it (or use ``with``) to stop the web's embedded graph server.
+
+    Example::
+
+        from agent.runtime import open_agent
+        from agent.settings import load_settings
+
+        with open_agent(load_settings(model="smollm2-135m")) as agent:
+            reply = agent.answer("Where was Laurie Graff born?")
+            reply.answer, [f["text"] for f in reply.facts]
+    """
+    from .agent import FactAgent
+    from .rerank import Reranker
+    from .settings import load_settings
+
+    settings = settings or load_settings()
+    tree = settings.effective_tree()
+    loaded = loaded or load_settings_model(settings)
+    generator = open_generator(settings.model, settings.kb, index=settings.index, inverse=settings.inverse,
+                               beams=settings.beams, max_new_tokens=settings.max_tokens,
+                               cache_dir=settings.cache_dir(), progress=progress, loaded=loaded,
+                               with_index=tree != "question")
+    web = open_web(settings, progress=progress) if tree != "kb" else None
+    try:
+        chat = open_chat(settings, loaded) if tree != "kb" and (settings.rerank or settings.max_rounds) else None
+        reranker = Reranker(chat) if settings.rerank and chat is not None else None
+        agent = FactAgent(generator, web, reranker, tree=tree, k=settings.k,
+                          max_rounds=settings.max_rounds, max_subqueries=settings.max_subqueries, chat=chat)
+    except BaseException:
+        if web is not None:
+            web.close()
+        raise
+    if web is not None:
+        agent.on_close(web.close)
+    return agent

@@ -264,6 +264,8 @@ class LocalChat:
         import torch
         from transformers import StoppingCriteriaList
 
+        from agent.models import tokenizer_lock
+
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
         prompt = self.render(messages)
         sampling: dict[str, Any] = (
@@ -273,7 +275,8 @@ class LocalChat:
         )
         with self._lock:
             try:
-                enc = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+                with tokenizer_lock(tokenizer):
+                    enc = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
                 enc = {k: v.to(model.device) for k, v in enc.items()}
                 prompt_len = enc["input_ids"].shape[1]
                 criteria = StoppingCriteriaList(
@@ -302,6 +305,7 @@ def chat_client_from_env(
     base_url: str | None = None,
     local_model: str | LoadedModel | None = None,
     *,
+    api_key: str | None = None,
     timeout: float = 30,
     max_retries: int = 3,
 ) -> ChatClient:
@@ -312,7 +316,7 @@ def chat_client_from_env(
     1. ``base_url`` argument, else ``OPENAI_BASE_URL``: :class:`OpenAIChat` against that
        server (key from ``OPENAI_API_KEY`` or a placeholder). The model is ``model``, else
        ``FACTWEAVE_LLM_MODEL``, else the first one the server lists at ``/v1/models``.
-    2. ``OPENAI_API_KEY`` set: :class:`OpenAIChat` against api.openai.com with ``model``,
+    2. ``api_key`` or ``OPENAI_API_KEY`` set: :class:`OpenAIChat` against api.openai.com with ``model``,
        else ``FACTWEAVE_LLM_MODEL``, else ``gpt-4o-mini``.
     3. Otherwise :class:`LocalChat` over ``local_model`` (a preset, folder, Hub id or
        :class:`LoadedModel`; default ``DEFAULT_MODEL``).
@@ -324,21 +328,22 @@ def chat_client_from_env(
     """
     url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     name = model or os.environ.get("FACTWEAVE_LLM_MODEL") or None
+    key = api_key or os.environ.get("OPENAI_API_KEY") or None
     if url is not None:
         return OpenAIChat(
-            name or _first_served_model(url, timeout), base_url=url, timeout=timeout,
+            name or _first_served_model(url, timeout, key), base_url=url, api_key=key, timeout=timeout,
             max_retries=max_retries,
         )
-    if os.environ.get("OPENAI_API_KEY"):
-        return OpenAIChat(name or OPENAI_DEFAULT_MODEL, timeout=timeout, max_retries=max_retries)
+    if key:
+        return OpenAIChat(name or OPENAI_DEFAULT_MODEL, api_key=key, timeout=timeout, max_retries=max_retries)
     return LocalChat(local_model)
 
 
-def _first_served_model(base_url: str, timeout: float) -> str:
+def _first_served_model(base_url: str, timeout: float, api_key: str | None = None) -> str:
     """The first model id a server lists: local servers usually serve exactly one."""
     import openai
 
-    probe = OpenAIChat("?", base_url=base_url, timeout=timeout, max_retries=1)
+    probe = OpenAIChat("?", base_url=base_url, api_key=api_key, timeout=timeout, max_retries=1)
     try:
         models = list(probe._client.models.list())
     except openai.OpenAIError as exc:

@@ -9,26 +9,23 @@ import click
 
 from ..errors import FactweaveError
 
-DEMO_CORPUS = Path(__file__).resolve().parent.parent / "data" / "demo" / "web" / "corpus.json"
-
 
 def default_web_dir() -> Path:
-    """``$FACTWEAVE_WEB``, else ``<cache>/webs/demo`` (the bundled demo corpus's web)."""
-    from ..models import default_cache_dir
+    """``$FACTWEAVE_WEB``, else the demo web in the cache (``<cache>/webs/demo``)."""
+    from ..settings import load_settings
 
-    env = os.environ.get("FACTWEAVE_WEB")
-    return Path(env).expanduser() if env else default_cache_dir() / "webs" / "demo"
+    return load_settings().web_dir()
 
 
 def _web_options(f):
     options = [
         click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help="The web's folder (default: $FACTWEAVE_WEB or ~/.cache/factweave/webs/demo)."),
+                     help="The web's folder (default: $FACTWEAVE_WEB or the demo web, ~/.cache/factweave/webs/demo)."),
         click.option("--graph-uri", default=None,
                      help="Bolt URI of a Neo4j 5 (or ArcadeDB) server; default: an embedded server "
                           "started for the command, data in the web's folder."),
-        click.option("--graph-user", default="neo4j", show_default=True,
-                     help="Graph user; the password is read from $FACTWEAVE_GRAPH_PASSWORD."),
+        click.option("--graph-user", default=None,
+                     help="Graph user (default neo4j); the password is read from $FACTWEAVE_GRAPH_PASSWORD."),
         click.option("--graph-database", default=None, help="Database name on the graph server (default: its default)."),
         click.option("--vectors", type=click.Choice(["local", "pinecone"]), default=None,
                      help="Vector backend (default: as built, else local). Pinecone reads PINECONE_API_KEY."),
@@ -43,11 +40,19 @@ def _web_options(f):
     return f
 
 
-def _open_web(web_dir: Path | None, **options):
-    """The web for a command; ``options`` are the :func:`_web_options` values, by name."""
-    from .web import KnowledgeWeb
+def web_settings(web_dir: Path | None, **options):
+    """The settings for a web command: its options over the environment and the config file."""
+    from ..settings import load_settings
 
-    return KnowledgeWeb.open(web_dir or default_web_dir(), **options)
+    return load_settings(web=web_dir, **options)
+
+
+def _open_web(web_dir: Path | None, *, create: bool = False, **options):
+    """The web for a command; ``options`` are the :func:`_web_options` values, by name. The demo
+    web is built first when it is the one asked for and not built yet."""
+    from ..runtime import open_web
+
+    return open_web(web_settings(web_dir, **options), create=create, build_demo=not create)
 
 
 def _llm_options(f):
@@ -63,13 +68,17 @@ def _llm_options(f):
 
 
 def _chat_client(llm_model, base_url):
-    from ..llm.client import chat_client_from_env
+    from ..runtime import open_chat
+    from ..settings import load_settings
 
-    return chat_client_from_env(model=llm_model, base_url=base_url)
+    return open_chat(load_settings(llm_model=llm_model, openai_base_url=base_url))
 
 
 def remote_llm_configured(base_url: str | None) -> bool:
-    return bool(base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"))
+    from ..settings import load_settings
+
+    settings = load_settings(openai_base_url=base_url)
+    return bool(settings.openai_base_url or settings.openai_api_key)
 
 
 @click.group("web")
@@ -100,7 +109,8 @@ def web_build(docs, triples, inverse, decomposer, chunk_size, web_dir, llm_model
     """Add documents (text, Markdown, JSON, JSONL files or folders) and triples to a web.
 
     Adding what is already there changes nothing; an interrupted build resumes where it stopped.
-    Without DOCS or --triples, builds the bundled demo corpus (196 MuSiQue paragraphs).
+    Without DOCS or --triples, builds the demo web: the bundled demo corpus (196 MuSiQue
+    paragraphs) and the demo KB's dev triples.
 
     \b
     Example:
@@ -109,16 +119,17 @@ def web_build(docs, triples, inverse, decomposer, chunk_size, web_dir, llm_model
     """
     from ..knowledge.loaders import load_facts
     from .decompose import LLMDecomposer, SentenceDecomposer
+    from .demo import build_demo_web
     from .documents import read_documents
 
-    if not docs and not triples:
-        docs = (DEMO_CORPUS,)
     if decomposer == "auto":
         decomposer = "llm" if remote_llm_configured(base_url) else "sentences"
     reports = {}
-    with _open_web(web_dir, **web_options) as web:
+    with _open_web(web_dir, create=True, **web_options) as web:
         if chunk_size:
             web.settings.chunk_size = chunk_size
+        if not docs and not triples:
+            reports.update(build_demo_web(web))
         if docs:
             chosen = (LLMDecomposer(_chat_client(llm_model, base_url)) if decomposer == "llm"
                       else SentenceDecomposer())
@@ -134,8 +145,11 @@ def web_build(docs, triples, inverse, decomposer, chunk_size, web_dir, llm_model
     for name, report in reports.items():
         if name in ("stats", "web"):
             continue
-        click.echo(f"{name}: {report.get('documents', 0)} documents, {report['chunks']} chunks "
-                   f"({report['chunks_skipped']} already stored), {report['facts']} facts written, "
+        if report["chunks"] or report["documents"]:
+            what = f"{report['documents']} documents, {report['chunks']} chunks ({report['chunks_skipped']} already stored)"
+        else:
+            what = f"{report['facts'] + report['facts_skipped']} triples ({report['facts_skipped']} already stored)"
+        click.echo(f"{name}: {what}, {report['facts']} facts written, "
                    f"{report['keywords_new']} new keywords in {report['seconds']:.1f} s")
     stats = reports["stats"]
     click.echo(f"web {reports['web']}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))

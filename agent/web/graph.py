@@ -327,7 +327,8 @@ class GraphStore:
         """
         rows = _unique_by_id(
             {"text": " ".join(str(fact.get(k, "")) for k in ("subject", "predicate", "object")),
-             **_properties(fact, "triple"), "kind": "triple", "source": source}
+             **_properties(fact, "triple"), "kind": "triple",
+             "source": fact.get("source") or source}
             for fact in facts
         )
         link_rows = _link_rows(links)

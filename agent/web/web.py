@@ -65,6 +65,7 @@ class BuildReport:
     chunks: int = 0
     chunks_skipped: int = 0
     facts: int = 0
+    facts_skipped: int = 0
     keywords_new: int = 0
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
@@ -266,7 +267,11 @@ class KnowledgeWeb:
 
         def flush() -> None:
             facts, links = [], []
-            seen: set[str] = set()
+            ids = {stable_id("triple", t.text) for t in pending}
+            # A fact in the graph was written with its links and after its vectors: adding it
+            # again would change nothing, so it is not embedded again either.
+            seen: set[str] = {row["id"] for row in self.graph.facts_by_ids(list(ids))}
+            report.facts_skipped += len(seen)
             for t in pending:
                 fid = stable_id("triple", t.text)
                 if fid in seen:
@@ -276,8 +281,9 @@ class KnowledgeWeb:
                               "predicate": t.predicate, "object": t.object, "source": t.source or source})
                 links.extend({"fact_id": fid, "keyword_id": keyword_id(kw), "name": normalize_keyword(kw)}
                              for kw in triple_keywords(t.subject, t.object))
-            report.keywords_new += self._store_vectors(facts, links)
-            self.graph.write_triples(facts, links, source)
+            if facts:
+                report.keywords_new += self._store_vectors(facts, links)
+                self.graph.write_triples(facts, links, source)
             report.facts += len(facts)
             bar.update(len(pending))
             pending.clear()

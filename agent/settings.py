@@ -1,0 +1,179 @@
+"""One settings object for the whole product: model, knowledge, backends, agent and server.
+
+Sources, first match wins: arguments (the command line's options), environment variables
+(``FACTWEAVE_<NAME>``; the OpenAI and Pinecone ones keep their usual names), a TOML file, the
+defaults below. The file is ``--config PATH``, else ``$FACTWEAVE_CONFIG``, else
+``./factweave.toml``, else ``~/.config/factweave/config.toml``; it holds the same names as
+top-level keys::
+
+    model = "qwen2.5-coder-0.5b"
+    tree = "both"
+    graph_uri = "bolt://localhost:7687"
+    vectors = "pinecone"
+    pinecone_index = "facts"
+
+Secrets (graph password, API keys) are best left to the environment; they are never printed
+(``Settings.public()`` masks them).
+
+Example::
+
+    from agent.settings import load_settings
+
+    settings = load_settings(tree="question")     # overrides > env > file > defaults
+    settings.model, settings.web_dir(), settings.openai_base_url
+"""
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from .errors import FactweaveError
+
+ENV_PREFIX = "FACTWEAVE_"
+_config_file: ContextVar[Path | None] = ContextVar("factweave_config_file", default=None)
+
+
+def _env(*names: str) -> AliasChoices:
+    """Accept the field by name (arguments, file) and by each of ``names`` (environment)."""
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    """Every setting, with its environment variable in the description (see the README table)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True,
+                                      validate_default=True)
+
+    # model and generation
+    model: str = Field("qwen2.5-coder-0.5b", description="Preset, Hugging Face folder or Hub id (FACTWEAVE_MODEL).")
+    device: str | None = Field(None, description="cpu, cuda, cuda:1, mps (FACTWEAVE_DEVICE); default cpu.")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = Field(
+        None, description="Weights dtype (FACTWEAVE_DTYPE); default float32 on CPU, the model's own on GPU.")
+    device_map: str | None = Field(None, description="transformers device_map, e.g. auto (FACTWEAVE_DEVICE_MAP).")
+    beams: int = Field(1, ge=1, le=16, description="Beam search width (FACTWEAVE_BEAMS).")
+    max_tokens: int = Field(160, ge=1, le=8192, description="Most tokens generated per attempt (FACTWEAVE_MAX_TOKENS).")
+    cache: Path | None = Field(None, description="Converted models and indexes (FACTWEAVE_CACHE); default ~/.cache/factweave.")
+
+    # knowledge base (the global fact tree)
+    kb: Path | None = Field(None, description="Knowledge source for the KB fact tree (FACTWEAVE_KB); default the demo KB.")
+    index: Path | None = Field(None, description="A prebuilt index file for the KB (FACTWEAVE_INDEX).")
+    inverse: bool = Field(False, description="Add inverse facts to the KB tree (FACTWEAVE_INVERSE).")
+
+    # knowledge web and its backends
+    web: Path | None = Field(None, description="Knowledge-web folder (FACTWEAVE_WEB); default the demo web, "
+                                               "built on first use.")
+    graph_uri: str | None = Field(None, description="Bolt URI of Neo4j 5 / ArcadeDB (FACTWEAVE_GRAPH_URI); "
+                                                    "default an embedded server.")
+    graph_user: str = Field("neo4j", description="Graph user (FACTWEAVE_GRAPH_USER).")
+    graph_password: SecretStr | None = Field(None, description="Graph password (FACTWEAVE_GRAPH_PASSWORD).")
+    graph_database: str | None = Field(None, description="Graph database name (FACTWEAVE_GRAPH_DATABASE).")
+    vectors: Literal["local", "pinecone"] | None = Field(
+        None, description="Vector backend (FACTWEAVE_VECTORS); default as the web was built, else local.")
+    pinecone_index: str | None = Field(None, description="Pinecone index name (FACTWEAVE_PINECONE_INDEX); "
+                                                         "the key is PINECONE_API_KEY.")
+    pinecone_namespace: str | None = Field(None, description="Namespace prefix (FACTWEAVE_PINECONE_NAMESPACE).")
+    pinecone_host: str | None = Field(None, description="Pinecone index host (FACTWEAVE_PINECONE_HOST).")
+    embedder: str | None = Field(None, description="sentence-transformers model (FACTWEAVE_EMBEDDER); "
+                                                   "default the packaged all-MiniLM-L6-v2.")
+
+    # chat model for re-ranking and sub-queries (OpenAI-compatible, else the local model)
+    openai_base_url: str | None = Field(None, validation_alias=_env("openai_base_url", "FACTWEAVE_OPENAI_BASE_URL",
+                                                                    "OPENAI_BASE_URL"),
+                                        description="OpenAI-compatible endpoint (OPENAI_BASE_URL).")
+    openai_api_key: SecretStr | None = Field(None, validation_alias=_env("openai_api_key",
+                                                                         "FACTWEAVE_OPENAI_API_KEY", "OPENAI_API_KEY"),
+                                             description="Its key (OPENAI_API_KEY).")
+    llm_model: str | None = Field(None, description="Chat model name at that endpoint (FACTWEAVE_LLM_MODEL); "
+                                                    "default gpt-4o-mini at OpenAI, the first one served elsewhere.")
+
+    # the agent
+    tree: Literal["kb", "question", "both"] = Field("both", description="Fact tree while generating (FACTWEAVE_TREE).")
+    rerank: bool = Field(True, description="Let the chat model pick the retrieved facts (FACTWEAVE_RERANK).")
+    k: int = Field(10, ge=1, le=200, description="Facts retrieved per query (FACTWEAVE_K).")
+    max_rounds: int = Field(1, ge=0, le=5, description="Sub-query rounds when the facts found do not suffice "
+                                                       "(FACTWEAVE_MAX_ROUNDS).")
+    max_subqueries: int = Field(2, ge=0, le=10, description="Sub-queries per round (FACTWEAVE_MAX_SUBQUERIES).")
+
+    # the server
+    host: str = Field("127.0.0.1", description="Address `factweave serve` binds (FACTWEAVE_HOST).")
+    port: int = Field(8000, ge=1, le=65535, description="Its port (FACTWEAVE_PORT).")
+    api_key: SecretStr | None = Field(None, description="Bearer key clients must send (FACTWEAVE_API_KEY); "
+                                                        "unset: none.")
+    max_request_bytes: int = Field(65536, ge=256, description="Largest request body (FACTWEAVE_MAX_REQUEST_BYTES).")
+    max_concurrency: int = Field(2, ge=1, le=64, description="Answers generated at once (FACTWEAVE_MAX_CONCURRENCY).")
+    max_queue: int = Field(8, ge=0, le=1024, description="Requests waiting beyond those; more get HTTP 429 "
+                                                        "(FACTWEAVE_MAX_QUEUE).")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource):
+        path = _config_file.get()
+        sources = [init_settings, env_settings]
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    def web_dir(self) -> Path:
+        """The knowledge-web folder: ``web``, else the demo web in the cache."""
+        return Path(self.web).expanduser() if self.web else self.cache_dir() / "webs" / "demo"
+
+    def cache_dir(self) -> Path:
+        from .models import default_cache_dir
+
+        return Path(self.cache).expanduser() if self.cache else default_cache_dir()
+
+    def uses_demo_web(self) -> bool:
+        return self.web is None
+
+    def effective_tree(self) -> str:
+        """``tree``, except that a KB of one's own with no web of one's own answers from the KB:
+        the demo web holds the demo KB's facts, not yours."""
+        if self.kb is not None and self.web is None:
+            return "kb"
+        return self.tree
+
+    def public(self) -> dict[str, Any]:
+        """The settings as plain data with secrets masked (for logs, traces and ``factweave config``)."""
+        data = self.model_dump(mode="json")
+        for name, value in data.items():
+            if isinstance(getattr(self, name), SecretStr):
+                data[name] = "***" if value else None
+        return data
+
+
+def config_path(explicit: str | Path | None = None) -> Path | None:
+    """The configuration file to read (see the module docstring); None when there is none."""
+    given = explicit or os.environ.get(f"{ENV_PREFIX}CONFIG")
+    if given:
+        path = Path(given).expanduser()
+        if not path.is_file():
+            raise FactweaveError(f"configuration file {path} not found")
+        return path
+    for candidate in (Path("factweave.toml"), Path.home() / ".config" / "factweave" / "config.toml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
+    """Settings from ``overrides`` (None values are skipped), the environment and the file."""
+    path = config_path(config)
+    token = _config_file.set(path)
+    try:
+        return Settings(**{name: value for name, value in overrides.items() if value is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "settings"
+        origin = f" (file {path})" if path else ""
+        raise FactweaveError(f"setting {where}: {first.get('msg', 'invalid')}{origin}") from None
+    except (OSError, ValueError) as exc:  # an unreadable or malformed TOML file
+        raise FactweaveError(f"configuration file {path}: {exc}") from None
+    finally:
+        _config_file.reset(token)
