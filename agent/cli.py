@@ -100,15 +100,18 @@ def index_info(path: Path) -> None:
 
 def _generation_options(f):
     options = [
+        click.option("--config", "config", type=click.Path(path_type=Path), default=None,
+                     help="Settings file (TOML; default $FACTWEAVE_CONFIG, ./factweave.toml, "
+                          "~/.config/factweave/config.toml)."),
         click.option("--model", default=None, help=MODEL_HELP),
         click.option("--kb", type=click.Path(exists=True, path_type=Path), default=None,
-                     help="Knowledge source (default: the bundled demo KB)."),
+                     help="Knowledge source for the KB fact tree (default: the bundled demo KB)."),
         click.option("--index", "index_path", type=click.Path(exists=True, path_type=Path), default=None,
                      help="A prebuilt index file (must match the model's tokenizer)."),
-        click.option("--inverse/--no-inverse", default=False, help="Include inverse facts in the index."),
-        click.option("--beams", type=click.IntRange(1, 16), default=1, show_default=True, help="Beam search width."),
-        click.option("--max-tokens", type=click.IntRange(1, 8192), default=160, show_default=True,
-                     help="Most tokens to generate."),
+        click.option("--inverse/--no-inverse", default=None, help="Include inverse facts in the index."),
+        click.option("--beams", type=click.IntRange(1, 16), default=None, help="Beam search width (1)."),
+        click.option("--max-tokens", type=click.IntRange(1, 8192), default=None,
+                     help="Most tokens to generate per attempt (160)."),
         click.option("--device", default=None, help="cpu, cuda, cuda:1, mps ... (default: cpu)."),
         click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default=None,
                      help="Weights dtype (default float32 on CPU)."),
@@ -118,99 +121,176 @@ def _generation_options(f):
     return f
 
 
-def _open(model, kb, index_path, inverse, beams, max_tokens, device, dtype):
-    from .runtime import DEFAULT_MODEL, open_generator
+def _settings(config, **overrides):
+    from .settings import load_settings
 
-    return open_generator(model or DEFAULT_MODEL, kb, index=index_path, inverse=inverse, beams=beams,
-                          max_new_tokens=max_tokens, device=device, dtype=dtype)
+    return load_settings(config, **overrides)
 
 
 @cli.command("ask")
 @click.argument("question")
 @_generation_options
-@click.option("--free", is_flag=True, help="Generate without the fact constraint (LLM-only), for comparison.")
 @click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also use this knowledge web (see `factweave web build`): retrieve facts, build a "
-                   "per-question fact tree, answer from it.")
+              help="Knowledge web to retrieve from (see `factweave web build`); default the demo web, "
+                   "built on first use.")
 @click.option("--tree", type=click.Choice(["kb", "question", "both"]), default=None,
-              help="Fact tree while generating: the KB, a per-question tree of retrieved facts, or both "
-                   "(per-question first). Default: both with --web, else kb.")
-@click.option("--rerank/--no-rerank", default=False, show_default=True,
-              help="With --web: let the chat model pick the retrieved facts (see `factweave web search`).")
-@click.option("--json", "as_json", is_flag=True, help="Print {answer, text, facts, timings} as JSON (+ trace with --web).")
-def ask(question, model, kb, index_path, inverse, beams, max_tokens, device, dtype, free, web_dir, tree, rerank,
-        as_json) -> None:
-    """Answer QUESTION; every `Fact:` line is constrained to the knowledge base.
+              help="Fact tree while generating: the KB (no retrieval), a per-question tree of the re-ranked "
+                   "facts, or both (per-question first; the default). With --kb and no --web: kb.")
+@click.option("--rerank/--no-rerank", default=None, help="Let the chat model pick the retrieved facts (default: on).")
+@click.option("-k", "k", type=click.IntRange(1, 200), default=None, help="Facts retrieved per query (10).")
+@click.option("--max-rounds", type=click.IntRange(0, 5), default=None,
+              help="Sub-query rounds when the facts found do not support an answer (1).")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint for the re-ranker and sub-queries "
+                                               "(default: OPENAI_BASE_URL, else the local model).")
+@click.option("--llm-model", default=None, help="Chat model name at that endpoint.")
+@click.option("--free", is_flag=True, help="Generate without facts or constraint (LLM-only), for comparison.")
+@click.option("--json", "as_json", is_flag=True, help="Print {answer, text, facts, timings, trace} as JSON.")
+def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, device, dtype, web_dir, tree, rerank,
+        k, max_rounds, base_url, llm_model, free, as_json) -> None:
+    """Answer QUESTION through the agent: knowledge-web retrieval, re-ranking, then generation where
+    every `Fact:` line is constrained to a fact that exists (per-question tree, then the whole KB).
 
     \b
     Example:
-      factweave ask "What is the original language of Kalakalappu 2?" --json
-      factweave ask "Who founded Zorblax Station?" --web my-web --tree both
+      factweave ask "What is the original language of Kalakalappu 2?"
+      factweave ask "Who founded Zorblax Station?" --web my-web --tree question --json
+      factweave ask "Where was Laurie Graff born?" --kb facts.tsv     # your KB, no web: KB tree
     """
-    if free and (web_dir or tree):
-        raise click.UsageError("--free generates without facts; it does not combine with --web/--tree")
-    if tree in ("question", "both") and web_dir is None:
-        raise click.UsageError(f"--tree {tree} builds a tree from retrieved facts: give --web")
+    if free and (web_dir or tree or rerank):
+        raise click.UsageError("--free generates without facts; it does not combine with --web/--tree/--rerank")
+    settings = _settings(config, model=model, kb=kb, index=index_path, inverse=inverse, beams=beams,
+                         max_tokens=max_tokens, device=device, dtype=dtype, web=web_dir, tree=tree,
+                         rerank=rerank, k=k, max_rounds=max_rounds, openai_base_url=base_url, llm_model=llm_model)
     t0 = time.perf_counter()
-    gen = _open(model, kb, index_path, inverse, beams, max_tokens, device, dtype)
-    load_s = time.perf_counter() - t0
-    if web_dir is not None:
-        payload = _ask_with_web(gen, question, web_dir, tree or "both", rerank)
-    else:
-        out = gen.answer(question, constrained=not free).as_dict()
-        payload = {k: out[k] for k in ("answer", "text", "facts", "timings", "truncated", "tokens")}
-    payload["timings"]["load_s"] = round(load_s, 3)
+    if free:
+        from .runtime import load_settings_model, open_generator
+
+        gen = open_generator(settings.model, loaded=load_settings_model(settings), with_index=False,
+                             beams=settings.beams, max_new_tokens=settings.max_tokens)
+        load_s = time.perf_counter() - t0
+        out = gen.answer(question, constrained=False).as_dict()
+        payload = {key: out[key] for key in ("answer", "text", "facts", "timings", "truncated")}
+        payload["timings"]["load_s"] = round(load_s, 3)
+        payload["tokens"] = {"prompt": out["prompt_tokens"], "generated": out["tokens"]}
+        if as_json:
+            click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        else:
+            _print_free(payload)
+        return
+    from .runtime import open_agent
+
+    with open_agent(settings, progress=not as_json) as agent:
+        load_s = time.perf_counter() - t0
+        if as_json:
+            reply = agent.answer(question).as_dict()
+        else:
+            reply = _print_stream(agent, question)
+    trace = reply["trace"]
+    trace["timings"]["load_s"] = round(load_s, 3)
     if as_json:
-        payload.pop("tokens", None)
+        payload = {"answer": reply["answer"], "text": reply["text"], "facts": reply["facts"],
+                   "supported": trace["supported"], "truncated": trace["truncated"], "timings": trace["timings"],
+                   "tokens": trace["tokens"],
+                   "trace": trace}
         click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
-    _print_answer(payload, free)
+    _print_summary(reply)
 
 
-def _ask_with_web(gen, question: str, web_dir: Path, tree: str, rerank: bool) -> dict:
-    from .agent import FactAgent
-    from .web.web import KnowledgeWeb
-
-    if not (web_dir / "web.json").exists():
-        raise FactweaveError(f"no knowledge web in {web_dir}; build one with `factweave web build --web {web_dir}`")
-    with KnowledgeWeb.open(web_dir) as web:
-        reranker = None
-        if rerank:
-            from .llm import chat_client_from_env
-            from .rerank import Reranker
-
-            reranker = Reranker(chat_client_from_env())
-        reply = FactAgent(gen, web, reranker, tree=tree).answer(question)
-    last = reply.trace["steps"]["attempts"][-1]
-    return {"answer": reply.answer, "text": reply.text, "facts": reply.facts,
-            "timings": dict(reply.trace["timings"]), "truncated": bool(last.get("truncated")),
-            "tokens": reply.trace["tokens"], "trace": reply.trace}
-
-
-def _print_answer(payload: dict, free: bool) -> None:
+def _print_stream(agent, question: str) -> dict:
+    """Run the agent, showing each step as it ends and the generated text as it streams (on a
+    terminal with its constrained facts highlighted as they complete); returns the answer event."""
+    from rich.live import Live
     from rich.text import Text
 
     con = _console()
-    text = Text(payload["text"])
-    for fact in payload["facts"]:
-        text.stylize("bold green", fact["start"], fact["end"])
-    con.print(text)
+    live: Live | None = None
+    text: Text | None = None
+    final: dict = {}
+
+    def end_text() -> None:
+        nonlocal live, text
+        if live is not None:
+            live.stop()
+        elif text is not None:
+            click.echo()
+        live = text = None
+
+    try:
+        for event in agent.stream(question):
+            kind = event["event"]
+            if kind == "token":
+                if text is None:
+                    text = Text()
+                    if con.is_terminal:
+                        live = Live(text, console=con, refresh_per_second=12, transient=False)
+                        live.start()
+                text.append(event["text"])
+                if live is not None:
+                    live.refresh()
+                else:
+                    click.echo(event["text"], nl=False)
+            elif kind == "fact" and text is not None:
+                text.stylize("bold green", event["fact"]["start"], event["fact"]["end"])
+            elif kind == "step":
+                end_text()
+                con.print(f"[dim]{_describe_step(event['step'])}[/dim]")
+            elif kind == "answer":
+                final = event
+    finally:
+        end_text()
+    return final
+
+
+def _describe_step(step: dict) -> str:
+    kind = step["step"]
+    if kind == "retrieve":
+        return (f"retrieved {len(step['hits'])} facts ({len(step['new'])} new) for "
+                + "; ".join(repr(q) for q in step["queries"]) + f" in {step['seconds']:.2f} s")
+    if kind == "rerank":
+        how = f"fallback to the top 3 ({step['reason']})" if step["used_fallback"] else "picked by the chat model"
+        return f"re-ranker: {step['question_type']} question, {len(step['selected'])} fact(s) {how}, {step['seconds']:.1f} s"
+    if kind == "subquery":
+        queries = "; ".join(repr(q) for q in step["queries"]) or "none"
+        return f"sub-queries ({step['how']}): {queries}"
+    where = (f"the per-question tree ({step.get('tree_facts', 0)} facts)" if step["tree"] == "question"
+             else "the whole knowledge base")
+    if step.get("skipped"):
+        return f"attempt {step['attempt'] + 1} on {where}: skipped, {step['skipped']}"
+    return (f"attempt {step['attempt'] + 1} on {where}: answer {step['answer']!r}, "
+            f"{len(step['facts'])} fact(s), {step['tokens']} tokens in {step['seconds']:.1f} s")
+
+
+def _print_summary(reply: dict) -> None:
+    con = _console()
+    trace = reply["trace"]
+    con.print()
+    con.print(f"[bold]Answer: {reply['answer']}[/bold]", markup=True, highlight=False)
+    if trace.get("withheld"):
+        con.print(f"[yellow]The model answered {trace['withheld']!r} without a supporting fact: withheld.[/yellow]")
+    if reply["facts"]:
+        con.print(f"[green]{len(reply['facts'])} fact(s) constrained to the knowledge:[/green]")
+        for fact in reply["facts"]:
+            con.print(f"  [green]{fact['fact_id']}[/green] {fact['text']}  [dim]({fact['source']})[/dim]",
+                      markup=True, highlight=False)
+    else:
+        con.print("[dim]No fact was stated.[/dim]")
+    t, tokens = trace["timings"], trace["tokens"]
+    rate = tokens["generated"] / t["generate_s"] if t.get("generate_s") else 0.0
+    con.print(f"[dim]{tokens['generated']} tokens generated in {t['generate_s']:.1f} s ({rate:.1f} tok/s); "
+              f"retrieval {t['retrieve_s']:.2f} s, re-ranking {t['rerank_s']:.1f} s, total {t['total_s']:.1f} s; "
+              f"load {t['load_s']:.1f} s[/dim]")
+
+
+def _print_free(payload: dict) -> None:
+    con = _console()
+    con.print(payload["text"], markup=False, highlight=False)
     con.print()
     if payload["truncated"]:
         con.print("[yellow]No Answer: line: generation stopped at --max-tokens.[/yellow]")
-    if payload["facts"]:
-        con.print(f"[green]{len(payload['facts'])} fact(s) constrained to the knowledge base:[/green]")
-        for fact in payload["facts"]:
-            where = fact["source"]
-            label = f"#{fact['id']}" if "web_fact_id" not in fact else "web"
-            con.print(f"  [green]{label}[/green] {fact['text']}  [dim]({where})[/dim]", markup=True)
-    elif not free:
-        con.print("[dim]No fact was stated.[/dim]")
-    else:
-        con.print("[yellow]Free generation: the Fact: lines above were not checked.[/yellow]")
+    con.print("[yellow]Free generation: the Fact: lines above were not checked.[/yellow]")
     t = payload["timings"]
-    rate = payload["tokens"] / t["generate_s"] if t.get("generate_s") else 0.0
-    con.print(f"[dim]{payload['tokens']} tokens in {t.get('generate_s', 0):.1f} s ({rate:.1f} tok/s); "
+    con.print(f"[dim]{payload['tokens']['generated']} tokens in {t.get('generate_s', 0):.1f} s; "
               f"load {t['load_s']:.1f} s[/dim]")
 
 

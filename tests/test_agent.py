@@ -39,19 +39,27 @@ def test_every_span_is_a_retrieved_or_kb_fact_and_the_trace_is_json(demo_generat
     for question in questions:
         reply = agent.answer(question)
         trace = json.loads(json.dumps(reply.trace))  # plain data all the way down
-        retrieved = {h["text"]: h for h in trace["steps"]["retrieved"]}
-        attempts = trace["steps"]["attempts"]
-        assert attempts[0]["tree"] == ("question" if retrieved or tree == "question" else "kb")
+        retrieved = {h["text"]: h for s in trace["steps"] if s["step"] == "retrieve" for h in s["hits"]}
+        attempts = [s for s in trace["steps"] if s["step"] == "generate"]
+        assert attempts[0]["tree"] == "question"
         for fact in reply.facts:
             spans += 1
             assert reply.text[fact["start"]:fact["end"]] == fact["text"]
-            if "provenance" in fact:  # from the per-question tree: a retrieved fact, with its source
-                assert fact["text"] in retrieved and fact["web_fact_id"] == retrieved[fact["text"]]["id"]
+            if fact["tree"] == "question":  # a retrieved fact, with its web id and provenance
+                assert fact["text"] in retrieved and fact["fact_id"] == retrieved[fact["text"]]["id"]
+                assert fact["provenance"]["kind"] in ("document", "triple")
             else:
-                assert tree == "both" and fact["text"] in kb
+                assert tree == "both" and fact["text"] in kb and fact["fact_id"].startswith("kb:")
         if tree == "question":
-            assert len(attempts) == 1
+            assert all(a["tree"] == "question" for a in attempts)
         assert trace["answer"] == reply.answer and "retrieve_s" in trace["timings"]
+        assert trace["tokens"] == {"prompt": sum(a["prompt_tokens"] for a in attempts),
+                                   "generated": sum(a["tokens"] for a in attempts)}
+        assert trace["tokens"]["prompt"] > 0 or all(a.get("skipped") for a in attempts)
+        if reply.knows:  # an answer is given only with a fact behind it
+            assert reply.facts and trace["supported"]
+        else:
+            assert reply.answer == "I don't know."
     assert spans > 0, "no Fact: line in any answer"
 
 
@@ -60,8 +68,8 @@ def test_kb_tree_is_plain_constrained_generation(demo_generator):
     question = kamel_questions(demo_kamel_root(), split="dev", limit=1)[0].text
     reply = agent.answer(question)
     direct = demo_generator.answer(question)
-    assert reply.text == direct.text and [f["id"] for f in reply.facts] == [f.id for f in direct.facts]
-    assert "retrieved" not in reply.trace["steps"]
+    assert reply.text == direct.text and [f["fact_id"] for f in reply.facts] == [f"kb:{f.id}" for f in direct.facts]
+    assert [s["step"] for s in reply.trace["steps"]] == ["generate"]
 
 
 def test_bad_configurations_are_refused(demo_generator):
@@ -69,3 +77,54 @@ def test_bad_configurations_are_refused(demo_generator):
         FactAgent(demo_generator, None, tree="forest")
     with pytest.raises(ValueError, match="knowledge web"):
         FactAgent(demo_generator, None, tree="question")
+
+
+def test_stream_events_build_up_to_the_answer(demo_generator, small_web):
+    agent = FactAgent(demo_generator, small_web, tree="both", k=8)
+    question = "Who founded Zorblax Station?"
+    events = list(agent.stream(question))
+    assert events[-1]["event"] == "answer" and all(e["event"] != "answer" for e in events[:-1])
+    final = events[-1]
+    steps = [e["step"] for e in events if e["event"] == "step"]
+    assert steps == final["trace"]["steps"]  # each step record was streamed when it ended
+    for attempt in (s for s in steps if s["step"] == "generate"):
+        n = attempt["attempt"]
+        tokens = "".join(e["text"] for e in events if e["event"] == "token" and e["attempt"] == n)
+        assert tokens == attempt["text"]
+        assert [e["fact"] for e in events if e["event"] == "fact" and e["attempt"] == n] == attempt["facts"]
+    again = agent.answer(question).as_dict()  # greedy: the same answer without streaming
+    assert {k: again[k] for k in ("answer", "text", "facts")} == {k: final[k] for k in ("answer", "text", "facts")}
+    json.dumps(final)
+
+
+def test_unknown_question_searches_its_uncovered_keywords_then_says_so(demo_generator, small_web):
+    """Nothing retrieved: the per-question tree is empty, one bounded round of sub-queries (no
+    chat model: the question keywords no fact covers) finds nothing either, answer "I don't know."."""
+    agent = FactAgent(demo_generator, small_web, tree="question", k=5, max_rounds=1)
+    reply = agent.answer("Who is Qwxvbrt Plimsoll?")
+    steps = reply.trace["steps"]
+    assert [s["step"] for s in steps] == ["retrieve", "generate", "subquery", "retrieve", "generate"]
+    assert steps[1]["skipped"] and steps[4]["skipped"]
+    assert steps[2]["queries"] and "keywords" in steps[2]["how"]
+    assert steps[3]["queries"] == steps[2]["queries"]
+    assert reply.answer == "I don't know." and reply.facts == [] and not reply.trace["supported"]
+    assert [s["step"] for s in FactAgent(demo_generator, small_web, tree="question", max_rounds=0)
+            .answer("Who is Qwxvbrt Plimsoll?").trace["steps"]] == ["retrieve", "generate"]
+
+
+def test_subquery_from_the_chat_model_feeds_the_next_tree(demo_generator, small_web):
+    """The sub-query the chat model writes is searched, and its facts make the next tree."""
+    from llm_fixtures import ScriptedChat
+
+    chat = ScriptedChat("Zorblax Station founded")
+    agent = FactAgent(demo_generator, small_web, tree="question", k=5, max_rounds=2, chat=chat)
+    reply = agent.answer("Who is Qwxvbrt Plimsoll?")
+    steps = reply.trace["steps"]
+    assert [s["step"] for s in steps][:4] == ["retrieve", "generate", "subquery", "retrieve"]
+    assert steps[2]["queries"] == ["Zorblax Station founded"] and len(chat.calls) >= 1
+    assert steps[3]["new"] and steps[4]["tree_facts"] == len(steps[3]["hits"])
+    rounds = [s for s in steps if s["step"] == "subquery"]
+    if reply.trace["supported"]:
+        assert len(rounds) == 1
+    else:  # a second round asks the same query again: it is not searched twice, and the loop ends
+        assert len(rounds) == 2 and rounds[1]["queries"] == [] and steps[-1]["step"] == "subquery"

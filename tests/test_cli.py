@@ -78,11 +78,12 @@ def test_build_then_ask_json(tmp_path, kb, cache_dir):
     proc = run("ask", "Who invented the Zorblax?", "--model", "smollm2-135m", "--index", str(out),
                "--kb", str(kb), "--json", "--max-tokens", "40", cache=cache_dir)
     result = json.loads(proc.stdout)
-    assert set(result) >= {"answer", "text", "facts", "timings"}
+    assert set(result) >= {"answer", "text", "facts", "timings", "trace"}
+    assert [s["step"] for s in result["trace"]["steps"]] == ["generate"]  # own KB, no web: the KB tree
     facts = {verbalize(*row.split("\t")) for row in kb.read_text().splitlines()}
     for span in result["facts"]:
         assert result["text"][span["start"] : span["end"]] == span["text"]
-        assert span["text"] in facts and span["id"] in range(3)
+        assert span["text"] in facts and span["fact_id"] in {f"kb:{i}" for i in range(3)}
 
 
 @pytest.mark.model

@@ -53,8 +53,9 @@ def test_build_search_stats_with_the_embedded_server(tmp_path, cache_dir, openai
                 "smollm2-135m", "--max-tokens", "48", "--json", cache=cache_dir)
     assert asked.returncode == 0, asked.stderr
     reply = json.loads(asked.stdout)
-    retrieved = {h["text"] for h in reply["trace"]["steps"]["retrieved"]}
-    assert retrieved and reply["trace"]["steps"]["attempts"][0]["tree"] == "question"
+    steps = reply["trace"]["steps"]
+    retrieved = {h["text"] for s in steps if s["step"] == "retrieve" for h in s["hits"]}
+    assert retrieved and [s for s in steps if s["step"] == "generate"][0]["tree"] == "question"
     assert all(f["text"] in retrieved and reply["text"][f["start"]:f["end"]] == f["text"] for f in reply["facts"])
     assert {"answer", "text", "facts", "timings", "truncated", "trace"} <= set(reply)
 
@@ -78,5 +79,9 @@ def test_errors_are_one_line(tmp_path, cache_dir):
     assert "bolt://127.0.0.1:9" in one_error_line(down)
     bad = run("web", "build", str(WEB / "rows-bad.jsonl"), "--web", str(tmp_path / "w2"), cache=cache_dir)
     assert "rows-bad.jsonl:2" in one_error_line(bad)
-    no_web = run("ask", "Who?", "--tree", "question", cache=cache_dir)
-    assert no_web.returncode == 2 and "--web" in no_web.stderr
+    # The default web is the demo web (built on first use); a web folder of one's own must exist.
+    no_web = run("ask", "Who?", "--tree", "question", "--web", str(tmp_path / "none"), "--model", "smollm2-135m",
+                 cache=cache_dir)
+    assert "factweave web build --web" in one_error_line(no_web)
+    mixed = run("ask", "Who?", "--free", "--tree", "question", cache=cache_dir)
+    assert mixed.returncode == 2 and "--free" in mixed.stderr

@@ -1,39 +1,64 @@
 """Question -> knowledge-web facts -> re-ranked facts -> constrained answer, with a trace.
 
+The pipeline is a LangGraph graph (so the agent is a LangChain ``Runnable``)::
+
+    retrieve -> rerank -> generate --(supported answer)------------------> finish
+                   ^          |--(unsupported, rounds left)--> subquery --^ (new queries: retrieve)
+                   |          '--(unsupported, tree "both")--> generate on the KB -> finish
+
 The fact tree used while generating (``tree``):
 
-- ``"kb"``: the generator's own index (the whole knowledge base);
+- ``"kb"``: the generator's own index (the whole knowledge base); nothing is retrieved;
 - ``"question"``: a tree built for this question over the re-ranked facts (about a millisecond
   for a few dozen facts), so every ``Fact:`` line is one of the facts found for it;
-- ``"both"``: the per-question tree first; when that answer says "I don't know." or cites no
-  fact, the whole knowledge base is tried.
+- ``"both"``: the per-question tree first; when that answer is unsupported, the whole knowledge
+  base.
 
-The trace is plain data (JSON-serializable): retrieved facts with score parts and provenance,
-the re-ranker's question type and choice (or fallback), every generation attempt with its fact
-spans, the answer, and timings per step.
+An answer is *supported* when the model gave one (not "I don't know.") and stated at least one
+fact; an unsupported answer is replaced by "I don't know." (the trace keeps what was withheld).
+When the per-question tree lacks what the model needs (the answer is unsupported), the agent
+searches the web again with sub-queries (written by the chat model, else the question keywords
+no fact covered), at most ``max_rounds`` times, and regenerates over the grown tree.
+
+The trace is plain data (JSON-serializable): one record per step in order (retrieval with each
+fact's score parts and provenance, the re-ranker's question type and choice or fallback,
+sub-queries, each generation with its fact spans and token counts), the answer, timings per step
+and token totals. :meth:`FactAgent.stream` yields the same records as events while they happen,
+and the generated text token by token.
 """
 from __future__ import annotations
 
+import operator
+import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
+from ..errors import FactweaveError
 from ..index import FactIndex
 from ..knowledge.facts import Fact
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
+    from ..llm.client import ChatClient
     from ..rerank import Reranker
     from ..web.retrieval import FactHit
     from ..web.web import KnowledgeWeb
 
 TREE_MODES = ("kb", "question", "both")
-DONT_KNOW = "i don't know"
+DONT_KNOW = "I don't know."
+_DONT_KNOW_PREFIX = "i don't know"
 
 
 @dataclass
 class AgentAnswer:
-    """The answer, the generated text, its constrained fact spans, and the trace."""
+    """The answer, the generated text, its constrained fact spans, and the trace.
+
+    Each fact is ``{"start", "end", "text", "tree", "fact_id", "source", "provenance"}``:
+    ``text[start:end]`` is the fact; ``tree`` says which tree constrained it (``question`` or
+    ``kb``); ``fact_id`` is the web fact's id, or ``kb:<n>`` for fact ``n`` of the KB index.
+    """
 
     question: str
     answer: str
@@ -50,6 +75,19 @@ class AgentAnswer:
                 "trace": self.trace}
 
 
+class _State(TypedDict, total=False):
+    question: str
+    beams: int | None
+    stop: threading.Event | None
+    pool: list[Any]          # every fact hit retrieved so far, one per fact
+    chosen: list[Any]        # the re-ranked hits the per-question tree is built over
+    queries: list[str]       # every query searched so far
+    pending: list[str]       # queries to search next
+    rounds: int              # sub-query rounds done
+    attempts: list[dict]     # generation attempts (the last one decides)
+    steps: Annotated[list[dict], operator.add]
+
+
 class FactAgent:
     """Answer questions from facts that exist, and say which.
 
@@ -59,77 +97,295 @@ class FactAgent:
                           Reranker(chat_client_from_env()), tree="both")
         reply = agent.answer("Who founded Zorblax Station?")
         reply.answer, [f["text"] for f in reply.facts], reply.trace["steps"]
+        for event in agent.stream("Where was Mira Quell born?"):
+            print(event["event"], event.get("text", ""))
+
+    ``chat`` writes the sub-queries of the fact-finding loop (default: the re-ranker's client;
+    None: the question's uncovered keywords are searched instead).
     """
 
     def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None,
-                 reranker: Reranker | None = None, *, tree: str = "both", k: int = 10) -> None:
+                 reranker: Reranker | None = None, *, tree: str = "both", k: int = 10, max_rounds: int = 1,
+                 max_subqueries: int = 2, chat: ChatClient | None = None) -> None:
         if tree not in TREE_MODES:
             raise ValueError(f"tree must be one of {', '.join(TREE_MODES)}, not {tree!r}")
         if tree != "kb" and web is None:
             raise ValueError(f"tree={tree!r} builds a tree from retrieved facts: give a knowledge web")
         if tree != "question" and generator.index is None:
             raise ValueError(f"tree={tree!r} needs the generator's knowledge-base index")
+        if k < 1 or max_rounds < 0 or max_subqueries < 0:
+            raise ValueError("k must be >= 1, max_rounds and max_subqueries >= 0")
         self.generator, self.web, self.reranker = generator, web, reranker
         self.tree, self.k = tree, k
+        self.max_rounds, self.max_subqueries = max_rounds, max_subqueries
+        self.chat = chat if chat is not None else getattr(reranker, "client", None)
+        self.graph = self._build_graph()
+        self._closers: list[Callable[[], None]] = []
 
-    def answer(self, question: str, *, beams: int | None = None) -> AgentAnswer:
-        steps: dict[str, Any] = {}
-        timings: dict[str, float] = {}
-        chosen: list[FactHit] = []
-        if self.web is not None:
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Run ``closer`` when the agent is closed (e.g. stop the web it was opened with)."""
+        self._closers.append(closer)
+
+    def close(self) -> None:
+        while self._closers:
+            self._closers.pop()()
+
+    def __enter__(self) -> FactAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- running ---------------------------------------------------------------------------------
+
+    def answer(self, question: str, *, beams: int | None = None, stop: threading.Event | None = None) -> AgentAnswer:
+        """Answer ``question`` through the whole pipeline (``stop``: set it to cut generation short)."""
+        started = time.perf_counter()
+        state = self.graph.invoke(self._input(question, beams, stop))
+        return self._result(state, time.perf_counter() - started)
+
+    def stream(self, question: str, *, beams: int | None = None,
+               stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
+        """Answer ``question`` as events (plain dicts), in order:
+
+        - ``{"event": "step", "step": {...}}`` when a step ends (the trace's step record);
+        - ``{"event": "token", "text": ..., "attempt": n}`` as text is generated;
+        - ``{"event": "fact", "fact": {...}, "attempt": n}`` when a constrained fact completes
+          (offsets into attempt ``n``'s text);
+        - finally ``{"event": "answer", **AgentAnswer.as_dict()}``.
+
+        Closing the iterator early stops the generation.
+        """
+        started = time.perf_counter()
+        stop = stop or threading.Event()
+        state: dict[str, Any] = {}
+        try:
+            for mode, chunk in self.graph.stream(self._input(question, beams, stop),
+                                                 stream_mode=["custom", "values"]):
+                if mode == "custom":
+                    yield chunk
+                else:
+                    state = chunk
+        finally:
+            stop.set()
+        yield {"event": "answer", **self._result(state, time.perf_counter() - started).as_dict()}
+
+    def _input(self, question: str, beams: int | None, stop: threading.Event | None) -> _State:
+        if not isinstance(question, str) or not question.strip():
+            raise FactweaveError("the question is empty")
+        question = " ".join(question.split())
+        return {"question": question, "beams": beams, "stop": stop, "pool": [], "chosen": [],
+                "queries": [], "pending": [question], "rounds": 0, "attempts": [], "steps": []}
+
+    # --- the graph -------------------------------------------------------------------------------
+
+    def _build_graph(self):
+        from langgraph.graph import END, START, StateGraph
+
+        graph = StateGraph(_State)
+        graph.add_node("retrieve", self._retrieve)
+        graph.add_node("rerank", self._rerank)
+        graph.add_node("generate", self._generate)
+        graph.add_node("subquery", self._subquery)
+        graph.add_node("generate_kb", self._generate_kb)
+        graph.add_conditional_edges(START, lambda s: "generate_kb" if self.tree == "kb" else "retrieve",
+                                    ["generate_kb", "retrieve"])
+        graph.add_edge("retrieve", "rerank")
+        graph.add_edge("rerank", "generate")
+        graph.add_conditional_edges("generate", self._after_generate, ["subquery", "generate_kb", END])
+        graph.add_conditional_edges("subquery", self._after_subquery, ["retrieve", "generate_kb", END])
+        graph.add_edge("generate_kb", END)
+        return graph.compile(name="factweave-agent")
+
+    def _after_generate(self, state: _State) -> str:
+        from langgraph.graph import END
+
+        if _supported(state["attempts"][-1]) or _stopped(state):
+            return END
+        if state["rounds"] < self.max_rounds:
+            return "subquery"
+        return "generate_kb" if self.tree == "both" else END
+
+    def _after_subquery(self, state: _State) -> str:
+        from langgraph.graph import END
+
+        if state["pending"]:
+            return "retrieve"
+        return "generate_kb" if self.tree == "both" else END
+
+    # --- the steps -------------------------------------------------------------------------------
+
+    def _retrieve(self, state: _State) -> dict[str, Any]:
+        from ..web.retrieval import merge_hits, rank
+
+        t = time.perf_counter()
+        found = [self.web.search(query, self.k).hits for query in state["pending"]]
+        pool = rank(merge_hits(state["pool"], *found), self.k * (1 + state["rounds"]))
+        known = {h.id for h in state["pool"]}
+        step = {"step": "retrieve", "queries": list(state["pending"]),
+                "hits": [h.as_dict() for h in pool], "new": [h.id for h in pool if h.id not in known],
+                "seconds": _since(t)}
+        _emit({"event": "step", "step": step})
+        return {"pool": pool, "queries": state["queries"] + state["pending"], "pending": [], "steps": [step]}
+
+    def _rerank(self, state: _State) -> dict[str, Any]:
+        pool = state["pool"]
+        if self.reranker is None or not pool:
+            return {"chosen": pool}
+        from ..rerank import Candidate
+
+        t = time.perf_counter()
+        picked = self.reranker.rerank(state["question"], [Candidate(h.id, h.text, h.score) for h in pool])
+        by_id = {h.id: h for h in pool}
+        chosen = [by_id[c.id] for c in picked.selected]
+        step = {"step": "rerank", "question_type": picked.question_type, "used_fallback": picked.used_fallback,
+                "reason": picked.reason, "selected": [c.id for c in picked.selected],
+                "reply": picked.raw_reply, "seconds": _since(t)}
+        _emit({"event": "step", "step": step})
+        return {"chosen": chosen, "steps": [step]}
+
+    def _generate(self, state: _State) -> dict[str, Any]:
+        return self._attempt(state, "question")
+
+    def _generate_kb(self, state: _State) -> dict[str, Any]:
+        return self._attempt(state, "kb")
+
+    def _attempt(self, state: _State, tree: str) -> dict[str, Any]:
+        number = len(state["attempts"])
+        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree}
+        index = None
+        provenance: dict[str, Any] = {}
+        if tree == "question":
+            chosen = state["chosen"]
+            if not chosen:
+                record.update(answer=DONT_KNOW, text="", facts=[], skipped="no fact retrieved", tokens=0,
+                              prompt_tokens=0, seconds=0.0, tree_facts=0)
+                _emit({"event": "step", "step": record})
+                return {"attempts": state["attempts"] + [record], "steps": [record]}
             t = time.perf_counter()
-            hits = self.web.search(question, self.k).hits
-            timings["retrieve_s"] = round(time.perf_counter() - t, 4)
-            steps["retrieved"] = [h.as_dict() for h in hits]
-            chosen = hits
-            if self.reranker is not None and hits:
-                from ..rerank import Candidate
-
-                t = time.perf_counter()
-                picked = self.reranker.rerank(question, [Candidate(h.id, h.text, h.score) for h in hits])
-                timings["rerank_s"] = round(time.perf_counter() - t, 4)
-                by_id = {h.id: h for h in hits}
-                chosen = [by_id[c.id] for c in picked.selected]
-                steps["rerank"] = {"question_type": picked.question_type, "used_fallback": picked.used_fallback,
-                                   "reason": picked.reason, "selected": [c.id for c in picked.selected]}
-
-        attempts = []
-        result = None
-        if self.tree in ("question", "both") and chosen:
-            t = time.perf_counter()
-            small = FactIndex.build([Fact.from_statement(h.text, h.source) for h in chosen],
+            index = FactIndex.build([Fact.from_statement(h.text, h.source) for h in chosen],
                                     self.generator.tokenizer)
-            timings["tree_build_s"] = round(time.perf_counter() - t, 4)
-            result = self._generate(question, beams, small, "question", attempts)
-            provenance = {h.text: h.as_dict() for h in chosen}
-            for span in attempts[-1]["facts"]:
-                hit = provenance.get(span["text"], {})
-                span["web_fact_id"], span["provenance"] = hit.get("id"), hit.get("provenance", {})
-        if self.tree != "question" and (result is None or not knows(result.answer) or not result.facts):
-            result = self._generate(question, beams, None, "kb", attempts)
-        if result is None:  # tree="question" and nothing retrieved: nothing to constrain to
-            attempts.append({"tree": "question", "skipped": "no fact retrieved"})
-            last = {"answer": "I don't know.", "text": "", "facts": []}
+            record["tree_facts"] = len(index.facts)
+            record["tree_build_s"] = _since(t)
+            provenance = {h.text: h for h in chosen}
+        t = time.perf_counter()
+        answer = None
+        stop = state.get("stop")
+        for event in self.generator.stream(state["question"], beams=state.get("beams"), index=index):
+            if event.kind == "token":
+                _emit({"event": "token", "text": event.text, "attempt": number})
+            elif event.kind == "fact":
+                _emit({"event": "fact", "fact": self._fact(event.fact, tree, provenance), "attempt": number})
+            else:
+                answer = event.answer
+            if stop is not None and stop.is_set():
+                break
+        if answer is None:  # stopped early: what was generated so far is not an answer
+            record.update(answer="", text="", facts=[], truncated=True, stopped=True, tokens=0, prompt_tokens=0,
+                          seconds=_since(t))
         else:
-            last = attempts[-1]
-        timings["generate_s"] = round(sum(a.get("timings", {}).get("generate_s", 0.0) for a in attempts), 4)
-        steps["attempts"] = attempts
-        trace = {"question": question, "tree": self.tree, "steps": steps, "answer": last["answer"],
-                 "timings": timings, "tokens": sum(a.get("tokens", 0) for a in attempts)}
-        return AgentAnswer(question, last["answer"], last["text"], last["facts"], trace)
+            record.update(answer=answer.answer, text=answer.text,
+                          facts=[self._fact(f, tree, provenance) for f in answer.facts],
+                          truncated=answer.truncated, tokens=answer.tokens, prompt_tokens=answer.prompt_tokens,
+                          seconds=_since(t))
+        _emit({"event": "step", "step": record})
+        return {"attempts": state["attempts"] + [record], "steps": [record]}
 
-    def _generate(self, question: str, beams: int | None, index: FactIndex | None, tree: str,
-                  attempts: list[dict[str, Any]]):
-        result = self.generator.answer(question, beams=beams, index=index)
-        attempt = {"tree": tree, "answer": result.answer, "text": result.text,
-                   "facts": [f.as_dict() for f in result.facts], "truncated": result.truncated,
-                   "tokens": result.tokens, "timings": result.timings}
-        if index is not None:
-            attempt["tree_facts"] = len(index.facts)
-        attempts.append(attempt)
-        return result
+    def _subquery(self, state: _State) -> dict[str, Any]:
+        t = time.perf_counter()
+        asked = {q.casefold() for q in state["queries"]}
+        if self.chat is not None and self.max_subqueries:
+            from ..web.subqueries import write_subqueries
+
+            try:
+                queries = write_subqueries(self.chat, state["question"], state["pool"], self.max_subqueries)
+                how = "written by the chat model"
+            except FactweaveError as exc:
+                queries, how = [], f"the chat model failed: {exc}"
+        else:
+            from ..web.keywords import extract_keywords
+
+            covered = {kw.casefold() for h in state["pool"] for kw in h.keywords}
+            queries = [kw for kw in extract_keywords(state["question"]) if kw.casefold() not in covered]
+            queries = queries[: self.max_subqueries]
+            how = "question keywords no retrieved fact is linked to"
+        queries = [q for q in queries if q.casefold() not in asked]
+        step = {"step": "subquery", "round": state["rounds"] + 1, "queries": queries, "how": how,
+                "seconds": _since(t)}
+        _emit({"event": "step", "step": step})
+        return {"pending": queries, "rounds": state["rounds"] + 1, "steps": [step]}
+
+    # --- the result ------------------------------------------------------------------------------
+
+    def _fact(self, span: Any, tree: str, provenance: dict[str, Any]) -> dict[str, Any]:
+        out = {"start": span.start, "end": span.end, "text": span.text, "tree": tree}
+        if tree == "question":
+            hit = provenance.get(span.text)
+            out.update(fact_id=hit.id if hit else None, source=hit.source if hit else span.source,
+                       provenance={"kind": hit.kind, **hit.provenance} if hit else {})
+        else:
+            fact = self.generator.index.facts[span.id]
+            out.update(fact_id=f"kb:{span.id}", source=fact.source,
+                       provenance={"kind": "statement" if fact.statement else "triple", "source": fact.source,
+                                   **({} if fact.statement else {"subject": fact.subject,
+                                                                 "predicate": fact.predicate,
+                                                                 "object": fact.object})})
+        return out
+
+    def _result(self, state: dict[str, Any], seconds: float) -> AgentAnswer:
+        steps = list(state.get("steps", []))
+        attempts = state.get("attempts", [])
+        last = attempts[-1] if attempts else {"answer": "", "text": "", "facts": []}
+        supported = _supported(last)
+        answer = last["answer"] if supported else DONT_KNOW
+        timings = {"retrieve_s": 0.0, "rerank_s": 0.0, "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0}
+        for step in steps:
+            timings[f"{step['step']}_s"] += step.get("seconds", 0.0)
+            timings["tree_build_s"] += step.get("tree_build_s", 0.0)
+        timings = {name: round(value, 4) for name, value in timings.items()}
+        timings["total_s"] = round(seconds, 4)
+        trace = {
+            "question": state.get("question", ""), "tree": self.tree,
+            "settings": {"k": self.k, "rerank": self.reranker is not None, "max_rounds": self.max_rounds,
+                         "beams": state.get("beams") or self.generator.beams},
+            "steps": steps, "answer": answer, "supported": supported, "facts": last["facts"],
+            "truncated": bool(last.get("truncated")),
+            "subqueries": [q for s in steps if s["step"] == "subquery" for q in s["queries"]],
+            "timings": timings,
+            "tokens": {"prompt": sum(a.get("prompt_tokens", 0) for a in attempts),
+                       "generated": sum(a.get("tokens", 0) for a in attempts)},
+        }
+        if not supported and knows(last.get("answer", "")):
+            trace["withheld"] = last["answer"]
+        if any(a.get("stopped") for a in attempts):
+            trace["stopped"] = True
+        return AgentAnswer(trace["question"], answer, last["text"], last["facts"], trace)
 
 
 def knows(answer: str) -> bool:
     """Whether ``answer`` is an answer, not empty or "I don't know."."""
-    return bool(answer.strip()) and not answer.strip().lower().startswith(DONT_KNOW)
+    return bool(answer.strip()) and not answer.strip().lower().startswith(_DONT_KNOW_PREFIX)
+
+
+def _supported(attempt: dict[str, Any]) -> bool:
+    return knows(attempt.get("answer", "")) and bool(attempt.get("facts"))
+
+
+def _stopped(state: _State) -> bool:
+    stop = state.get("stop")
+    return stop is not None and stop.is_set()
+
+
+def _since(t: float) -> float:
+    return round(time.perf_counter() - t, 4)
+
+
+def _emit(event: dict[str, Any]) -> None:
+    """Hand ``event`` to :meth:`FactAgent.stream`'s reader (nothing happens under ``invoke``)."""
+    from langgraph.config import get_stream_writer
+
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # called outside a graph run
+        return
+    writer(event)
