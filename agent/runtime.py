@@ -11,6 +11,7 @@ from .errors import FactweaveError
 from .index.files import open_index
 from .knowledge.kamel import demo_kamel_root
 from .models import LoadedModel, default_cache_dir, load_model
+from .settings import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from .agent import FactAgent
@@ -18,9 +19,7 @@ if TYPE_CHECKING:
     from .settings import Settings
     from .web.web import KnowledgeWeb
 
-# Chosen by measurement on the demo KB (README, "Model presets"): the best accuracy per second
-# of the three packaged models on a 2-core CPU.
-DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+__all__ = ["DEFAULT_MODEL", "load_settings_model", "open_agent", "open_chat", "open_generator", "open_web"]
 
 
 def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, index: str | Path | None = None,
@@ -57,8 +56,8 @@ def open_web(settings: Settings, *, progress: bool = True, create: bool = False,
     from .web.web import KnowledgeWeb
 
     folder = settings.web_dir()
-    if not create and not settings.uses_demo_web() and not (folder / "web.json").exists():
-        raise FactweaveError(f"no knowledge web in {folder}; build one with `factweave web build --web {folder}`")
+    if not create:
+        _check_web_exists(settings)
     password = settings.graph_password.get_secret_value() if settings.graph_password else None
     web = KnowledgeWeb.open(folder, embedder=settings.embedder, graph_uri=settings.graph_uri,
                             graph_user=settings.graph_user, graph_password=password,
@@ -75,6 +74,12 @@ def open_web(settings: Settings, *, progress: bool = True, create: bool = False,
             web.close()
             raise
     return web
+
+
+def _check_web_exists(settings: Settings) -> None:
+    folder = settings.web_dir()
+    if not settings.uses_demo_web() and not (folder / "web.json").exists():
+        raise FactweaveError(f"no knowledge web in {folder}; build one with `factweave web build --web {folder}`")
 
 
 def open_chat(settings: Settings, local: LoadedModel | str | None = None) -> ChatClient:
@@ -107,6 +112,8 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
 
     settings = settings or load_settings()
     tree = settings.effective_tree()
+    if tree != "kb":
+        _check_web_exists(settings)  # before minutes of model loading
     loaded = loaded or load_settings_model(settings)
     generator = open_generator(settings.model, settings.kb, index=settings.index, inverse=settings.inverse,
                                beams=settings.beams, max_new_tokens=settings.max_tokens,

@@ -35,6 +35,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from .errors import FactweaveError
 
 ENV_PREFIX = "FACTWEAVE_"
+# Chosen by measurement on the demo KB (README, "Model presets"): the best accuracy per second
+# of the three packaged models on a 2-core CPU.
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 _config_file: ContextVar[Path | None] = ContextVar("factweave_config_file", default=None)
 
 
@@ -50,7 +53,7 @@ class Settings(BaseSettings):
                                       validate_default=True)
 
     # model and generation
-    model: str = Field("qwen2.5-coder-0.5b", description="Preset, Hugging Face folder or Hub id (FACTWEAVE_MODEL).")
+    model: str = Field(DEFAULT_MODEL, description="Preset, Hugging Face folder or Hub id (FACTWEAVE_MODEL).")
     device: str | None = Field(None, description="cpu, cuda, cuda:1, mps (FACTWEAVE_DEVICE); default cpu.")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = Field(
         None, description="Weights dtype (FACTWEAVE_DTYPE); default float32 on CPU, the model's own on GPU.")

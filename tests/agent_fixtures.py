@@ -38,4 +38,5 @@ def small_agent(demo_generator, agent_web, local_chat):
     from agent.agent import FactAgent
     from agent.rerank import Reranker
 
-    return FactAgent(demo_generator, agent_web, Reranker(local_chat), tree="both", k=8)
+    # A short reply budget: the re-ranker only has to name fact numbers (keeps the tests quick).
+    return FactAgent(demo_generator, agent_web, Reranker(local_chat, max_tokens=12), tree="both", k=8)

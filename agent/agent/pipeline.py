@@ -15,7 +15,10 @@ The fact tree used while generating (``tree``):
   base.
 
 An answer is *supported* when the model gave one (not "I don't know.") and stated at least one
-fact; an unsupported answer is replaced by "I don't know." (the trace keeps what was withheld).
+fact that is about the question (it names one of the question's names, or, when the question
+names nothing, one of its content words): a small model made to write a fact from a tree of
+retrieved facts that miss the question would otherwise state an unrelated fact and answer from it.
+An unsupported answer is replaced by "I don't know." (the trace keeps what was withheld and why).
 When the per-question tree lacks what the model needs (the answer is unsupported), the agent
 searches the web again with sub-queries (written by the chat model, else the question keywords
 no fact covered), at most ``max_rounds`` times, and regenerates over the grown tree.
@@ -29,6 +32,7 @@ and the generated text token by token.
 from __future__ import annotations
 
 import operator
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
 
 TREE_MODES = ("kb", "question", "both")
 DONT_KNOW = "I don't know."
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _DONT_KNOW_PREFIX = "i don't know"
 
 
@@ -288,6 +293,7 @@ class FactAgent:
                           facts=[self._fact(f, tree, provenance) for f in answer.facts],
                           truncated=answer.truncated, tokens=answer.tokens, prompt_tokens=answer.prompt_tokens,
                           seconds=_since(t))
+            record["on_topic"] = about_question(state["question"], [f["text"] for f in record["facts"]])
         _emit({"event": "step", "step": record})
         return {"attempts": state["attempts"] + [record], "steps": [record]}
 
@@ -357,6 +363,8 @@ class FactAgent:
         }
         if not supported and knows(last.get("answer", "")):
             trace["withheld"] = last["answer"]
+            trace["withheld_because"] = ("no fact was stated" if not last["facts"]
+                                         else "no stated fact is about the question")
         if any(a.get("stopped") for a in attempts):
             trace["stopped"] = True
         return AgentAnswer(trace["question"], answer, last["text"], last["facts"], trace)
@@ -368,7 +376,26 @@ def knows(answer: str) -> bool:
 
 
 def _supported(attempt: dict[str, Any]) -> bool:
-    return knows(attempt.get("answer", "")) and bool(attempt.get("facts"))
+    return knows(attempt.get("answer", "")) and bool(attempt.get("facts")) and attempt.get("on_topic", True)
+
+
+def about_question(question: str, facts: list[str]) -> bool:
+    """Whether any of ``facts`` is about ``question``: it contains a word (4+ letters, or a year)
+    of one of the question's names (capitalized keywords), or of its content words when it has no
+    names. Words are compared case-folded and whole.
+
+    >>> about_question("Where was Kuni Asahiko born?", ["Kouneva is a Bulgarian trade unionist."])
+    False
+    """
+    from ..web.keywords import STOP_WORDS, extract_keywords
+
+    keywords = extract_keywords(question)
+    names = [k for k in keywords if any(c.isupper() or c.isdigit() for c in k)] or keywords
+    words = {w.casefold() for name in names for w in _WORD.findall(name)
+             if (len(w) >= 4 and not w.isdigit() or w.isdigit() and len(w) == 4) and w.casefold() not in STOP_WORDS}
+    if not words:  # nothing to check against (e.g. "Why?"): any stated fact will do
+        return bool(facts)
+    return any(words & {w.casefold() for w in _WORD.findall(fact)} for fact in facts)
 
 
 def _stopped(state: _State) -> bool:

@@ -1,0 +1,29 @@
+"""Reading an agent trace: one-line descriptions of its step records.
+
+A trace (``AgentAnswer.trace``) holds the steps in order; each is a plain dict whose ``step`` is
+``retrieve``, ``rerank``, ``subquery`` or ``generate`` (see :mod:`agent.agent.pipeline`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def describe_step(step: dict[str, Any]) -> str:
+    """One line saying what a trace step did (the CLI prints it, MCP sends it as progress)."""
+    kind = step["step"]
+    if kind == "retrieve":
+        return (f"retrieved {len(step['hits'])} facts ({len(step['new'])} new) for "
+                + "; ".join(repr(q) for q in step["queries"]) + f" in {step['seconds']:.2f} s")
+    if kind == "rerank":
+        how = f"fallback to the top 3 ({step['reason']})" if step["used_fallback"] else "picked by the chat model"
+        return f"re-ranker: {step['question_type']} question, {len(step['selected'])} fact(s) {how}, {step['seconds']:.1f} s"
+    if kind == "subquery":
+        queries = "; ".join(repr(q) for q in step["queries"]) or "none"
+        return f"sub-queries ({step['how']}): {queries}"
+    n = step.get("tree_facts", 0)
+    where = (f"the per-question tree ({n} fact{'' if n == 1 else 's'})" if step["tree"] == "question"
+             else "the whole knowledge base")
+    if step.get("skipped"):
+        return f"attempt {step['attempt'] + 1} on {where}: skipped, {step['skipped']}"
+    return (f"attempt {step['attempt'] + 1} on {where}: answer {step['answer']!r}, "
+            f"{len(step['facts'])} fact(s), {step['tokens']} tokens in {step['seconds']:.1f} s")

@@ -1,0 +1,82 @@
+"""The one settings object: arguments > environment > TOML file > defaults, with clear errors."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+from agent.errors import FactweaveError
+from agent.settings import DEFAULT_MODEL, load_settings
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for name in list(os.environ):
+        if name.startswith("FACTWEAVE_") or name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)  # no ./factweave.toml from elsewhere
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+def test_precedence_arguments_environment_file_defaults(tmp_path, monkeypatch):
+    config = tmp_path / "fw.toml"
+    config.write_text('tree = "question"\nk = 5\nbeams = 2\nmodel = "smollm2-135m"\n')
+    monkeypatch.setenv("FACTWEAVE_K", "7")
+    s = load_settings(config, beams=3)
+    assert (s.tree, s.k, s.beams, s.model) == ("question", 7, 3, "smollm2-135m")
+    assert load_settings().model == DEFAULT_MODEL and load_settings().tree == "both"
+    # ./factweave.toml is found without --config, $FACTWEAVE_CONFIG wins over it
+    monkeypatch.delenv("FACTWEAVE_K")
+    (tmp_path / "factweave.toml").write_text("k = 11\n")
+    assert load_settings().k == 11
+    monkeypatch.setenv("FACTWEAVE_CONFIG", str(config))
+    assert load_settings().k == 5 and load_settings().tree == "question"
+
+
+def test_openai_and_secret_settings_keep_their_usual_names(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
+    monkeypatch.setenv("FACTWEAVE_GRAPH_PASSWORD", "pw")
+    s = load_settings()
+    assert s.openai_base_url == "http://127.0.0.1:9/v1"
+    assert s.openai_api_key.get_secret_value() == "sk-secret-value"
+    shown = s.public()
+    assert shown["openai_api_key"] == "***" and shown["graph_password"] == "***"
+    assert "sk-secret-value" not in repr(s) and "sk-secret-value" not in str(shown)
+
+
+def test_bad_values_and_unknown_keys_are_one_line_errors(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("treee = 'kb'\n")
+    with pytest.raises(FactweaveError, match=r"^setting treee: Extra inputs are not permitted \(file .*bad.toml\)$"):
+        load_settings(bad)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("tree = \n")
+    with pytest.raises(FactweaveError, match=r"^configuration file .*broken.toml: "):
+        load_settings(broken)
+    with pytest.raises(FactweaveError, match="configuration file .*missing.toml not found"):
+        load_settings(tmp_path / "missing.toml")
+    monkeypatch.setenv("FACTWEAVE_TREE", "forest")
+    with pytest.raises(FactweaveError, match="setting tree: Input should be 'kb', 'question' or 'both'"):
+        load_settings()
+
+
+def test_own_kb_without_a_web_answers_from_the_kb(tmp_path):
+    assert load_settings().effective_tree() == "both"
+    assert load_settings(kb=tmp_path).effective_tree() == "kb"
+    assert load_settings(kb=tmp_path, web=tmp_path).effective_tree() == "both"
+
+
+def test_config_command_prints_a_settings_file_that_reads_back(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FACTWEAVE_")}
+    env.update(PYTHONPATH=str(REPO), FACTWEAVE_TREE="question", FACTWEAVE_API_KEY="k3y", HOME=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "config"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120, check=True)
+    assert 'tree = "question"' in proc.stdout and "k3y" not in proc.stdout
+    saved = tmp_path / "saved.toml"
+    saved.write_text(proc.stdout)
+    s = load_settings(saved)
+    assert s.tree == "question" and s.api_key is None  # the masked key is not read back as "***"
