@@ -1,0 +1,34 @@
+"""An OpenAI-compatible HTTP server for any set of models: plain chat clients and the agent.
+
+Endpoints: ``GET /v1/models`` and ``POST /v1/chat/completions`` (whole replies, and
+``stream=true`` as server-sent events). The real ``openai`` SDK talks to it, so anything that
+speaks the OpenAI API (LangChain, the SDK, curl) can use a local model or the factweave agent.
+It binds 127.0.0.1 unless told otherwise; an optional bearer key guards every endpoint; request
+size and the number of generations running and waiting are limited (413, 429).
+
+- ``wire``: the OpenAI request, reply, chunk and error formats;
+- ``models``: what is served (:class:`ServedModel`; a plain :class:`ChatClientModel`);
+- ``agent_model``: the factweave agent as a served model (id ``factweave``);
+- ``limits``: body size and the concurrency gate; ``worker``: a generation's thread;
+- ``app``: the FastAPI app; ``run``: serving it in the foreground or a thread.
+
+Example::
+
+    from agent.llm import LocalChat
+    from agent.llm.server import serve_in_thread
+
+    base_url, stop = serve_in_thread(LocalChat("smollm2-135m"))   # or [fact_agent, local_chat]
+    # OpenAI(base_url=base_url, api_key="unused").chat.completions.create(...)
+    stop()
+"""
+from __future__ import annotations
+
+from .agent_model import AGENT_MODEL_ID, AgentModel
+from .app import create_app
+from .limits import RequestGate, ServerLimits
+from .models import BadReplyRequest, ChatClientModel, ReplyEnd, ReplyError, ServedModel, served_models
+from .run import LOOPBACK, base_url, bind_socket, run, serve_in_thread
+
+__all__ = ["AGENT_MODEL_ID", "LOOPBACK", "AgentModel", "BadReplyRequest", "ChatClientModel", "ReplyEnd",
+           "ReplyError", "RequestGate", "ServedModel", "ServerLimits", "base_url", "bind_socket",
+           "create_app", "run", "serve_in_thread", "served_models"]

@@ -1,0 +1,143 @@
+"""What the server serves: models that turn a chat request into reply text, piece by piece.
+
+A served model has an ``id`` (what ``/v1/models`` lists and requests name) and a ``reply``
+method yielding the reply's text as it is produced (``""`` says "working, no new text yet"),
+then one :class:`ReplyEnd` with the finish reason, token counts and extra response fields.
+A plain :class:`~agent.llm.client.ChatClient` is served through :class:`ChatClientModel`;
+the factweave agent through :class:`~agent.llm.server.agent_model.AgentModel`.
+
+Example::
+
+    models = served_models([LocalChat("smollm2-135m"), fact_agent])
+    list(models)                     # ["smollm2-135m", "factweave"]
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Union, runtime_checkable
+
+from agent.errors import FactweaveError
+
+from ..client import ChatClient
+from .wire import ChatRequest
+
+
+@dataclass
+class ReplyEnd:
+    """How a reply ended: ``finish_reason`` ("stop", or "length" when cut by the token budget),
+    real token counts where the model knows them, ``extra`` top-level response fields, and
+    whether the generation was ``stopped`` early (its client went away).
+
+    Example::
+
+        yield ReplyEnd(finish_reason="stop", prompt_tokens=231, completion_tokens=26,
+                       extra={"factweave": {"answer": "Oslo"}})
+    """
+
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    stopped: bool = False
+
+
+ReplyPiece = Union[str, ReplyEnd]
+
+
+class ReplyError(FactweaveError):
+    """A reply that failed; ``status`` is the HTTP status answered when nothing was sent yet.
+
+    Example::
+
+        raise ReplyError("the backend is down")           # HTTP 502, type server_error
+    """
+
+    status = 502
+    kind = "server_error"
+
+
+class BadReplyRequest(ReplyError):
+    """A request this model cannot answer (e.g. a conversation without a user message).
+
+    Example::
+
+        raise BadReplyRequest("messages: no user message with text to answer")   # HTTP 400
+    """
+
+    status = 400
+    kind = "invalid_request_error"
+
+
+@runtime_checkable
+class ServedModel(Protocol):
+    """A model the server can serve.
+
+    Example::
+
+        class Echo:
+            id = "echo"
+
+            def reply(self, request, stop):
+                yield request.question()
+                yield ReplyEnd()
+    """
+
+    id: str
+
+    def reply(self, request: ChatRequest, stop: threading.Event) -> Iterator[ReplyPiece]: ...
+
+
+class ChatClientModel:
+    """A :class:`ChatClient` served as is: the whole conversation in, its reply out.
+
+    The reply comes in one piece (``ChatClient.complete`` is not incremental); token counts
+    are not known to a plain client, so ``usage`` reports zeros.
+
+    Example::
+
+        ChatClientModel(LocalChat("smollm2-135m")).id      # "smollm2-135m"
+    """
+
+    def __init__(self, client: ChatClient, default_max_tokens: int = 256) -> None:
+        self.client, self.id = client, client.name
+        self.default_max_tokens = default_max_tokens
+
+    def reply(self, request: ChatRequest, stop: threading.Event) -> Iterator[ReplyPiece]:
+        yield self.client.complete(
+            request.plain_messages(),
+            max_tokens=request.max_completion_tokens or request.max_tokens or self.default_max_tokens,
+            temperature=request.temperature or 0.0,
+            stop=request.stop_strings(),
+        )
+        yield ReplyEnd()
+
+
+def served_models(models: Any, default_max_tokens: int = 256) -> dict[str, ServedModel]:
+    """``models`` (one, or an iterable of: :class:`ServedModel`, :class:`ChatClient`,
+    :class:`~agent.agent.FactAgent`) as served models by id, in the given order."""
+    items = [models] if not isinstance(models, Iterable) or isinstance(models, (str, bytes)) else list(models)
+    if not items:
+        raise ValueError("give at least one model to serve")
+    served: dict[str, ServedModel] = {}
+    for item in items:
+        model = _as_served(item, default_max_tokens)
+        if model.id in served:
+            raise ValueError(f"two served models have the id {model.id!r}")
+        served[model.id] = model
+    return served
+
+
+def _as_served(item: Any, default_max_tokens: int) -> ServedModel:
+    from agent.agent import FactAgent
+
+    from .agent_model import AgentModel
+
+    if isinstance(item, FactAgent):
+        return AgentModel(item)
+    if isinstance(item, ServedModel):
+        return item
+    if isinstance(item, ChatClient):
+        return ChatClientModel(item, default_max_tokens)
+    raise TypeError(f"cannot serve {item!r}: give a ChatClient, a FactAgent or a ServedModel")

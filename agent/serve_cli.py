@@ -1,0 +1,60 @@
+"""``factweave serve``: the agent, and the local model it runs on, as an OpenAI-compatible server."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("serve")
+@click.option("--config", "config", type=click.Path(path_type=Path), default=None,
+              help="Settings file (TOML; default $FACTWEAVE_CONFIG, ./factweave.toml, "
+                   "~/.config/factweave/config.toml).")
+@click.option("--model", default=None, help="Local model: a preset (see `factweave models`), a Hugging Face "
+                                            "folder or a Hub id.")
+@click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Knowledge web to retrieve from (default: the demo web, built on first use).")
+@click.option("--tree", type=click.Choice(["kb", "question", "both"]), default=None,
+              help="Fact tree while generating (default both: per-question tree, then the KB).")
+@click.option("--rerank/--no-rerank", default=None, help="Let the chat model pick the retrieved facts (default: on).")
+@click.option("--host", default=None, help="Address to bind (default 127.0.0.1, loopback only).")
+@click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port (default 8000).")
+@click.option("--max-concurrency", type=click.IntRange(1, 64), default=None,
+              help="Generations at once (default 2).")
+@click.option("--max-queue", type=click.IntRange(0, 1024), default=None,
+              help="Requests waiting beyond those; more get HTTP 429 (default 8).")
+@click.option("--max-request-bytes", type=click.IntRange(256), default=None,
+              help="Largest request body; larger get HTTP 413 (default 65536).")
+def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurrency, max_queue,
+                  max_request_bytes) -> None:
+    """Serve the agent (model `factweave`) and the plain local model (model id: its name) at
+    /v1/chat/completions and /v1/models; any OpenAI client works. Clients must send the bearer
+    key in FACTWEAVE_API_KEY when it is set.
+
+    The agent answers the last user message; its reply carries the extra field `factweave`
+    ({answer, supported, facts, trace}; in a stream, in the last chunk).
+
+    \b
+    Example:
+      factweave serve --model qwen2.5-coder-0.5b --port 8000
+      curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
+        -d '{"model": "factweave", "messages": [{"role": "user", "content": "Who founded Zorblax Station?"}]}'
+    """
+    from .llm.client import LocalChat
+    from .llm.server import ServerLimits, bind_socket, run
+    from .runtime import load_settings_model, open_agent
+    from .settings import load_settings
+
+    settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank, host=host, port=port,
+                             max_concurrency=max_concurrency, max_queue=max_queue,
+                             max_request_bytes=max_request_bytes)
+    api_key = settings.api_key.get_secret_value() if settings.api_key else None
+    # Bind first: a port in use fails in one line before the model spends time loading.
+    sock = bind_socket(settings.host, settings.port)
+    try:
+        loaded = load_settings_model(settings)
+        with open_agent(settings, loaded=loaded) as fact_agent:
+            run([fact_agent, LocalChat(loaded)], settings.host, settings.port, api_key,
+                limits=ServerLimits.from_settings(settings), sock=sock)
+    finally:
+        sock.close()

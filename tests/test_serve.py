@@ -1,0 +1,344 @@
+"""``factweave serve``: the agent and the plain local model behind the real OpenAI-compatible server
+(uvicorn on a free loopback port), called with the real ``openai`` SDK over real HTTP."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+from conftest import REPO
+from llm_fixtures import ScriptedChat
+from openai import OpenAI
+
+from agent.llm import OpenAIChat
+from agent.llm.server import ReplyEnd, RequestGate, ServerLimits, serve_in_thread
+
+pytestmark = pytest.mark.model
+
+QUESTION = "Where was Mira Quell born?"     # the per-question tree, then the KB: two attempts here
+OTHER = "Who founded Zorblax Station?"
+KEY = "fw-test-0123456789abcdef"
+
+
+def ask(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+@pytest.fixture(scope="module")
+def lean_agent(demo_generator, agent_web):
+    """The agent over the session's web and SmolLM2, without the re-ranker and sub-query rounds:
+    each of those is a SmolLM2 call of 20-100 s on this busy 2-core machine (``small_agent``
+    measured 42 and 154 s per question), and these tests need five answers. The re-ranker's
+    path through this server has a test of its own below."""
+    from agent.agent import FactAgent
+
+    return FactAgent(demo_generator, agent_web, None, tree="both", k=8, max_rounds=0)
+
+
+@pytest.fixture(scope="module")
+def server(lean_agent, local_chat):
+    """What ``factweave serve`` serves: the agent (``factweave``) and the plain local model."""
+    base_url, stop = serve_in_thread([lean_agent, local_chat], limits=ServerLimits(max_concurrency=2, max_queue=2))
+    yield base_url
+    stop()
+
+
+@pytest.fixture(scope="module")
+def sdk(server):
+    return OpenAI(base_url=server, api_key="unused", max_retries=0, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def reply(sdk):
+    """The agent's whole (non-streamed) reply to QUESTION, shared by the tests that compare with it."""
+    return sdk.chat.completions.create(model="factweave", messages=ask(QUESTION))
+
+
+def last_answer_line(content: str) -> str:
+    return re.findall(r"^Answer:[ \t]*(.*)$", content, re.MULTILINE)[-1].strip()
+
+
+# --- the agent through the SDK -----------------------------------------------------------------
+
+
+def test_reply_content_holds_the_facts_the_extra_field_locates(reply, demo_index):
+    content = reply.choices[0].message.content
+    extra = reply.model_extra["factweave"]
+    trace = extra["trace"]
+    assert reply.model == "factweave" and reply.choices[0].finish_reason == "stop"
+    attempts = [s for s in trace["steps"] if s["step"] == "generate" and s["text"]]
+    # Every attempt's text, in order, separated by blank lines; the answer line is the agent's.
+    assert content.startswith(attempts[0]["text"])
+    position = 0
+    for attempt in attempts:
+        position = content.index(attempt["text"], position)
+        assert position == 0 or content[:position].endswith("\n\n")
+    assert "Fact:" in content
+    assert last_answer_line(content) == extra["answer"] == trace["answer"]
+    assert extra["supported"] == trace["supported"]
+    # Each fact, where the extra field says it is, is a retrieved web fact or a demo-KB fact.
+    retrieved = {hit["text"] for s in trace["steps"] if s["step"] == "retrieve" for hit in s["hits"]}
+    assert extra["facts"], content
+    for fact in extra["facts"]:
+        assert content[fact["start"]:fact["end"]] == fact["text"]
+        if fact["tree"] == "question":
+            assert fact["text"] in retrieved
+        else:
+            assert demo_index.facts[int(fact["fact_id"].removeprefix("kb:"))].text == fact["text"]
+    # Real token counts, from the trace.
+    assert reply.usage.prompt_tokens == trace["tokens"]["prompt"] > 0
+    assert reply.usage.completion_tokens == trace["tokens"]["generated"] > 0
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+
+
+def test_stream_gives_the_same_content_and_the_trace_last(sdk, reply):
+    chunks = list(sdk.chat.completions.create(model="factweave", messages=ask(QUESTION), stream=True,
+                                              stream_options={"include_usage": True}))
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert "".join(pieces) == reply.choices[0].message.content
+    assert len(pieces) > 5  # token by token, not one block
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    last = chunks[-1]
+    assert last.choices == [] and last.usage.model_dump() == reply.usage.model_dump()
+    streamed, whole = last.model_extra["factweave"], reply.model_extra["factweave"]
+    assert (streamed["answer"], streamed["facts"]) == (whole["answer"], whole["facts"])
+    assert [s["step"] for s in streamed["trace"]["steps"]] == [s["step"] for s in whole["trace"]["steps"]]
+
+
+def test_two_concurrent_requests_get_their_sequential_answers(sdk, reply):
+    other = sdk.chat.completions.create(model="factweave", messages=ask(OTHER))  # sequential, alone
+    got: dict[str, object] = {}
+
+    def request(question: str) -> None:
+        got[question] = sdk.chat.completions.create(model="factweave", messages=ask(question))
+
+    threads = [threading.Thread(target=request, args=(q,)) for q in (QUESTION, OTHER)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for question, alone in ((QUESTION, reply), (OTHER, other)):
+        both = got[question]
+        assert both.choices[0].message.content == alone.choices[0].message.content
+        assert both.model_extra["factweave"]["facts"] == alone.model_extra["factweave"]["facts"]
+        assert both.model_extra["factweave"]["trace"]["question"] == question
+    # Greedy decoding: the two questions' answers differ from each other, so nothing was crossed.
+    assert got[QUESTION].choices[0].message.content != got[OTHER].choices[0].message.content
+
+
+def test_models_lists_the_agent_and_the_plain_model(sdk, local_chat):
+    assert [m.id for m in sdk.models.list()] == ["factweave", local_chat.name]
+
+
+def test_unknown_model_is_404_naming_the_served_ones(sdk, local_chat):
+    with pytest.raises(openai.NotFoundError) as err:
+        sdk.chat.completions.create(model="gpt-9", messages=ask(OTHER))
+    error = err.value.body
+    assert error["code"] == "model_not_found" and "'gpt-9'" in error["message"]
+    assert "factweave" in error["message"] and local_chat.name in error["message"]
+
+
+def test_agent_needs_a_user_message(sdk):
+    with pytest.raises(openai.BadRequestError, match="no user message"):
+        sdk.chat.completions.create(model="factweave", messages=[{"role": "system", "content": "Be brief."}])
+
+
+# --- the plain model: another factweave's re-ranker can use it ----------------------------------
+
+
+def test_reranker_through_this_server_picks_what_it_picks_in_process(server, local_chat, agent_web):
+    from agent.rerank import Candidate, Reranker
+
+    hits = agent_web.search(OTHER, 8).hits
+    candidates = [Candidate(h.id, h.text, h.score) for h in hits]
+    # A few tokens are enough for SmolLM2 to name fact numbers ("[1] ...").
+    remote = Reranker(OpenAIChat(local_chat.name, base_url=server, timeout=600, max_retries=0), max_tokens=8)
+    via_http = remote.rerank(OTHER, candidates)
+    in_process = Reranker(local_chat, max_tokens=8).rerank(OTHER, candidates)
+    assert via_http.raw_reply == in_process.raw_reply
+    assert via_http.ids == in_process.ids
+    assert not via_http.used_fallback, via_http.reason
+    assert via_http.selected and all(c in candidates for c in via_http.selected)
+
+
+# --- limits and errors -------------------------------------------------------------------------
+
+
+def test_bearer_key_is_required(lean_agent, local_chat, serve_chat):
+    base_url = serve_chat([lean_agent, local_chat], api_key=KEY)
+    r = httpx.post(f"{base_url}/chat/completions", json={"model": "factweave", "messages": ask(OTHER)})
+    assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
+    assert r.headers["www-authenticate"] == "Bearer"
+    wrong = OpenAI(base_url=base_url, api_key="fw-wrong-key", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        wrong.chat.completions.create(model="factweave", messages=ask(OTHER))
+    with pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+    right = OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+    assert [m.id for m in right.models.list()] == ["factweave", local_chat.name]
+
+
+def test_oversized_bodies_are_413_and_the_server_goes_on(server, sdk, local_chat):
+    limit = ServerLimits().max_request_bytes
+    big = {"model": local_chat.name, "messages": ask("x" * (limit + 10))}
+    r = httpx.post(f"{server}/chat/completions", json=big)  # with Content-Length
+    assert r.status_code == 413
+    assert r.json()["error"]["code"] == "request_too_large" and str(limit) in r.json()["error"]["message"]
+
+    def chunked():  # no Content-Length: counted as it arrives
+        yield b'{"model": "factweave", "messages": [{"role": "user", "content": "'
+        for _ in range(limit // 1000 + 2):
+            yield b"y" * 1000
+        yield b'"}]}'
+
+    r = httpx.post(f"{server}/chat/completions", content=chunked(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
+    with pytest.raises(openai.APIStatusError) as err:
+        sdk.chat.completions.create(**big)
+    assert err.value.status_code == 413
+    # The server still answers, generation included.
+    assert [m.id for m in sdk.models.list()] == ["factweave", local_chat.name]
+    short = sdk.chat.completions.create(model=local_chat.name, messages=ask("Say hello."), max_tokens=2)
+    assert short.choices[0].message.content == local_chat.complete(ask("Say hello."), max_tokens=2)
+
+
+def test_full_queue_is_429_with_retry_after(lean_agent, serve_chat):
+    release = threading.Event()
+    slow = ScriptedChat("done", release=release)
+    base_url = serve_chat([slow, lean_agent], limits=ServerLimits(max_concurrency=1, max_queue=0))
+    sdk = OpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=60)
+    held: dict[str, str] = {}
+    holder = threading.Thread(target=lambda: held.update(
+        text=sdk.chat.completions.create(model="scripted", messages=ask("hi")).choices[0].message.content))
+    try:
+        holder.start()
+        deadline = time.monotonic() + 30
+        while not slow.calls and time.monotonic() < deadline:  # the first request holds the one slot
+            time.sleep(0.02)
+        assert slow.calls
+        # The gate is the server's, shared by every model: the agent is refused too, before any work.
+        with pytest.raises(openai.RateLimitError) as err:
+            sdk.chat.completions.create(model="factweave", messages=ask(OTHER))
+        assert err.value.status_code == 429
+        assert int(err.value.response.headers["retry-after"]) >= 1
+        assert "busy" in err.value.message and "max_concurrency=1" in err.value.message
+    finally:
+        release.set()
+        holder.join(timeout=60)
+    assert held["text"] == "done"
+    # The slot is free again.
+    assert sdk.chat.completions.create(model="scripted", messages=ask("hi")).choices[0].message.content == "done"
+
+
+class EndlessModel:
+    """A served model that writes "tick " until its stop event is set, then says it stopped."""
+
+    id = "endless"
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+
+    def reply(self, request, stop):
+        while not stop.is_set():
+            yield "tick "
+            time.sleep(0.01)
+        self.stopped.set()
+        yield ReplyEnd(stopped=True)
+
+
+def test_a_client_that_leaves_mid_stream_stops_its_generation(serve_chat):
+    endless = EndlessModel()
+    base_url = serve_chat([endless, ScriptedChat("ok")], limits=ServerLimits(max_concurrency=1, max_queue=0))
+    body = {"model": "endless", "messages": ask("go"), "stream": True}
+    with httpx.stream("POST", f"{base_url}/chat/completions", json=body, timeout=30) as r:
+        assert r.status_code == 200
+        seen = 0
+        for line in r.iter_lines():
+            seen += '"tick "' in line
+            if seen == 3:
+                break  # leaving the block closes the connection mid-stream
+    assert endless.stopped.wait(30), "the generation went on after its client left"
+    # Its slot is freed: the next request is served (the SDK waits out a 429's Retry-After).
+    sdk = OpenAI(base_url=base_url, api_key="unused", max_retries=3, timeout=30)
+    assert sdk.chat.completions.create(model="scripted", messages=ask("hi")).choices[0].message.content == "ok"
+
+
+def test_a_queued_client_that_leaves_is_never_run(serve_chat, caplog):
+    caplog.set_level(logging.INFO, logger="agent.llm.server")
+    endless, later = EndlessModel(), ScriptedChat("late")
+    base_url = serve_chat([endless, later], limits=ServerLimits(max_concurrency=1, max_queue=1))
+    body = {"model": "endless", "messages": ask("go"), "stream": True}
+    with httpx.stream("POST", f"{base_url}/chat/completions", json=body, timeout=30) as r:
+        lines = r.iter_lines()  # kept: a dropped iterator would close the stream
+        next(line for line in lines if '"tick "' in line)  # it holds the only slot
+        with pytest.raises(httpx.ReadTimeout):  # waits in the queue until its client gives up
+            httpx.post(f"{base_url}/chat/completions", json={"model": "scripted", "messages": ask("hi")},
+                       timeout=1)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(
+                "factweave-generation-scripted stopped" in r.getMessage() for r in caplog.records):
+            time.sleep(0.05)
+    assert any("factweave-generation-scripted stopped" in r.getMessage() for r in caplog.records)
+    assert later.calls == []  # dropped from the queue without running
+    assert endless.stopped.wait(30)
+
+
+def test_gate_runs_queues_and_refuses_within_its_limits():
+    gate = RequestGate(max_concurrency=1, max_queue=1)
+    first, second = gate.admit(), gate.admit()
+    assert first is not None and second is not None
+    assert gate.admit() is None  # one running place and one queue place, both taken
+    never = threading.Event()
+    assert first.wait(never) and gate.running == 1
+    got = threading.Event()
+    waiter = threading.Thread(target=lambda: second.wait(never) and got.set())
+    waiter.start()
+    assert not got.wait(0.3)  # the only slot is held: the second cannot have it
+    assert gate.waiting == 1
+    first.release()
+    assert got.wait(30) and gate.running == 1 and gate.waiting == 0
+    third = gate.admit()
+    assert third is not None
+    gone = threading.Event()
+    gone.set()
+    assert not third.wait(gone)  # a client that left stops waiting
+    third.release()
+    second.release()
+    second.release()  # releasing twice frees one slot, once
+    assert (gate.running, gate.waiting) == (0, 0)
+    assert gate.admit() is not None and gate.admit() is not None and gate.admit() is None
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("FACTWEAVE_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=300, check=False)
+
+
+def test_serve_help_and_a_taken_port_in_one_line(tmp_path):
+    out = _cli("serve", "--help", cwd=tmp_path)
+    assert out.returncode == 0 and "Example" in out.stdout
+    for option in ("--web", "--tree", "--rerank", "--host", "--port", "--max-concurrency", "--max-queue",
+                   "--max-request-bytes"):
+        assert option in out.stdout
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # The port is checked before the model loads: a quick, one-line error.
+        out = _cli("serve", "--model", "smollm2-135m", "--port", str(port), cwd=tmp_path)
+    assert out.returncode == 1
+    assert out.stderr.strip() == f"Error: cannot listen on 127.0.0.1:{port}: Address already in use", out.stderr
