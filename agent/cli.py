@@ -9,7 +9,10 @@ from pathlib import Path
 import click
 
 from .errors import FactweaveError
+from .eval.cli import eval_group
 from .llm.cli import llm_group
+from .serve_cli import serve_command
+from .mcp_server import mcp_command
 from .web.cli import web_group
 
 MODEL_HELP = "Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id."
@@ -47,6 +50,40 @@ def models_cmd() -> None:
         mark = " (default)" if name == DEFAULT_MODEL else ""
         state = "installed" if preset_installed(preset) else "not installed"
         click.echo(f"{name}{mark}\t{preset.description}\t{state}: {preset_requirements(preset)}")
+
+
+@cli.command("config")
+@click.option("--config", "config", type=click.Path(path_type=Path), default=None,
+              help="Settings file to read (default $FACTWEAVE_CONFIG, ./factweave.toml, ~/.config/factweave/config.toml).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of TOML.")
+def config_cmd(config: Path | None, as_json: bool) -> None:
+    """Show the effective settings (file, environment and defaults merged; secrets masked).
+
+    The output is a valid settings file: save it as factweave.toml and edit it.
+
+    \b
+    Example:
+      factweave config
+      FACTWEAVE_TREE=question factweave config --json
+    """
+    from .settings import config_path
+
+    settings = _settings(config)
+    data = settings.public()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    source = config_path(config)
+    click.echo(f"# effective factweave settings ({'file ' + str(source) if source else 'no settings file'}, "
+               "environment, defaults)")
+    secrets = {name for name, value in data.items() if value == "***"}
+    for name, value in data.items():
+        if name in secrets:
+            click.echo(f"# {name} = (set; secrets are not shown)")
+        elif value is None:
+            click.echo(f"# {name} = (unset)")
+        else:
+            click.echo(f"{name} = {json.dumps(value)}")
 
 
 @cli.group("index")
@@ -203,6 +240,8 @@ def _print_stream(agent, question: str) -> dict:
     from rich.live import Live
     from rich.text import Text
 
+    from .agent.trace import describe_step
+
     con = _console()
     live: Live | None = None
     text: Text | None = None
@@ -234,31 +273,12 @@ def _print_stream(agent, question: str) -> dict:
                 text.stylize("bold green", event["fact"]["start"], event["fact"]["end"])
             elif kind == "step":
                 end_text()
-                con.print(f"[dim]{_describe_step(event['step'])}[/dim]")
+                con.print(f"[dim]{describe_step(event['step'])}[/dim]")
             elif kind == "answer":
                 final = event
     finally:
         end_text()
     return final
-
-
-def _describe_step(step: dict) -> str:
-    kind = step["step"]
-    if kind == "retrieve":
-        return (f"retrieved {len(step['hits'])} facts ({len(step['new'])} new) for "
-                + "; ".join(repr(q) for q in step["queries"]) + f" in {step['seconds']:.2f} s")
-    if kind == "rerank":
-        how = f"fallback to the top 3 ({step['reason']})" if step["used_fallback"] else "picked by the chat model"
-        return f"re-ranker: {step['question_type']} question, {len(step['selected'])} fact(s) {how}, {step['seconds']:.1f} s"
-    if kind == "subquery":
-        queries = "; ".join(repr(q) for q in step["queries"]) or "none"
-        return f"sub-queries ({step['how']}): {queries}"
-    where = (f"the per-question tree ({step.get('tree_facts', 0)} facts)" if step["tree"] == "question"
-             else "the whole knowledge base")
-    if step.get("skipped"):
-        return f"attempt {step['attempt'] + 1} on {where}: skipped, {step['skipped']}"
-    return (f"attempt {step['attempt'] + 1} on {where}: answer {step['answer']!r}, "
-            f"{len(step['facts'])} fact(s), {step['tokens']} tokens in {step['seconds']:.1f} s")
 
 
 def _print_summary(reply: dict) -> None:
@@ -294,69 +314,11 @@ def _print_free(payload: dict) -> None:
               f"load {t['load_s']:.1f} s[/dim]")
 
 
-@cli.group("eval", invoke_without_command=False)
-def eval_group() -> None:
-    """Evaluate on benchmark questions."""
-
-
-@eval_group.command("kamel")
-@click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
-              help="KAMEL folder for questions and knowledge (default: the bundled demo KB).")
-@click.option("--split", type=click.Choice(["train", "dev", "test"]), default="dev", show_default=True)
-@click.option("--limit", type=click.IntRange(1), default=20, show_default=True,
-              help="Questions, taken round-robin over relations.")
-@click.option("--mode", "modes", multiple=True, type=click.Choice(["refactx", "llm-only"]),
-              default=("refactx", "llm-only"), show_default=True)
-@click.option("--model", default=None, help=MODEL_HELP)
-@click.option("--beams", type=click.IntRange(1, 16), default=1, show_default=True)
-@click.option("--max-tokens", type=click.IntRange(1, 8192), default=96, show_default=True)
-@click.option("--batch-size", type=click.IntRange(1, 256), default=4, show_default=True)
-@click.option("--device", default=None, help="cpu, cuda, ... (default: cpu).")
-@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default=None,
-              help="Weights dtype (default float32 on CPU).")
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write per-question results as JSON.")
-def eval_kamel(data, split, limit, modes, model, beams, max_tokens, batch_size, device, dtype, out) -> None:
-    """Accuracy and precision (exact and approximate match) of ReFactX vs the same model free.
-
-    \b
-    Example:
-      factweave eval kamel --split dev --limit 50 --model smollm2-135m
-    """
-    from rich.console import Console
-    from rich.table import Table
-    from tqdm.auto import tqdm
-
-    from .eval.kamel import evaluate
-    from .knowledge.kamel import demo_kamel_root, kamel_questions
-    from .runtime import DEFAULT_MODEL, open_generator
-
-    root = data or demo_kamel_root()
-    model = model or DEFAULT_MODEL
-    questions = kamel_questions(root, split=split, limit=limit)
-    gen = open_generator(model, root, beams=beams, max_new_tokens=max_tokens, device=device, dtype=dtype)
-    with tqdm(total=len(questions) * len(modes), desc="answering", unit=" q") as bar:
-        results = evaluate(gen, questions, modes, batch_size=batch_size, on_batch=bar.update)
-    table = Table(title=f"KAMEL {split}, {len(questions)} questions, {model} ({dtype or 'default dtype'}), beams={beams}")
-    for col in ("mode", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "s/question"):
-        table.add_column(col, justify="left" if col == "mode" else "right")
-    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"
-    for r in results:
-        s = r.score
-        table.add_row(r.mode, f"{s.answered}/{s.total}", pct(s.exact_accuracy), pct(s.exact_precision),
-                      pct(s.approximate_accuracy), pct(s.approximate_precision), f"{r.seconds / s.total:.2f}")
-    Console(width=max(100, Console().width)).print(table)
-    if out:
-        payload = {"dataset": "kamel", "data": str(root), "split": split, "model": model, "dtype": dtype, "beams": beams,
-                   "max_tokens": max_tokens, "results": [r.as_dict() for r in results]}
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(out.suffix + ".tmp")
-        tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=1))
-        tmp.replace(out)
-        click.echo(f"per-question results -> {out}")
-
-
+cli.add_command(eval_group)
 cli.add_command(web_group)
 cli.add_command(llm_group)
+cli.add_command(serve_command)
+cli.add_command(mcp_command)
 
 
 def main() -> None:

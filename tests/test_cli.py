@@ -32,7 +32,8 @@ def kb(tmp_path):
 def test_help_has_examples(tmp_path):
     for cmd in (["--help"], ["ask", "--help"], ["index", "build", "--help"], ["eval", "kamel", "--help"],
                 ["web", "build", "--help"], ["web", "search", "--help"], ["web", "stats", "--help"],
-                ["llm", "serve", "--help"]):
+                ["llm", "serve", "--help"], ["serve", "--help"], ["mcp", "--help"], ["config", "--help"],
+                ["eval", "popqa", "--help"], ["eval", "musique", "--help"]):
         out = run(*cmd, cache=tmp_path).stdout
         assert "Usage" in out
         if cmd != ["--help"]:
@@ -110,3 +111,32 @@ def test_index_for_another_tokenizer_is_refused_by_ask(tmp_path, kb, cache_dir):
                cache=cache_dir, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "built for smollm2-135m" in proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.model
+def test_ask_a_demo_question_with_the_embedded_defaults(cache_dir):
+    """The product's main path with nothing configured: the demo web (built on first use, embedded
+    graph server, local vectors), the local re-ranker, the per-question tree then the demo KB."""
+    from agent.knowledge.kamel import demo_kamel_root, kamel_questions
+    from agent.knowledge.loaders import load_facts
+
+    question = kamel_questions(demo_kamel_root(), split="dev", limit=1)[0]
+    env_free = {k: v for k, v in os.environ.items() if not k.startswith(("FACTWEAVE_", "OPENAI_"))}
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "ask", question.text, "--model", "smollm2-135m",
+                           "--max-tokens", "48", "--json"], capture_output=True, text=True, cwd=REPO, timeout=900,
+                          env={**env_free, "FACTWEAVE_CACHE": str(cache_dir), "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    reply = json.loads(proc.stdout)
+    steps = [s["step"] for s in reply["trace"]["steps"]]
+    assert steps[:3] == ["retrieve", "rerank", "generate"]
+    hits = reply["trace"]["steps"][0]["hits"]
+    assert any(question.subject in h["text"] for h in hits)  # the demo web holds the dev triples
+    kb = {f.text for f in load_facts(demo_kamel_root())}
+    retrieved = {h["text"]: h for s in reply["trace"]["steps"] if s["step"] == "retrieve" for h in s["hits"]}
+    for fact in reply["facts"]:
+        assert reply["text"][fact["start"]:fact["end"]] == fact["text"]
+        assert fact["text"] in (retrieved if fact["tree"] == "question" else kb)
+        if fact["provenance"]["kind"] == "triple":  # provenance down to the KAMEL file and line
+            assert fact["text"] in kb and fact["source"].startswith("kamel:")
+    if reply["supported"]:
+        assert reply["facts"] and reply["answer"] != "I don't know."

@@ -90,6 +90,28 @@ def test_triples_enter_the_same_web(open_web):
     assert web.stats() == before
 
 
+def test_every_fact_of_the_web_page_by_page(open_web):
+    """``facts()`` reads the whole graph in id-ordered pages (what a KB tree of the web is built from)."""
+    web = open_web()
+    web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    web.add_triples(load_facts(WEB / "triples.tsv"), source="triples.tsv", progress=False)
+    total = web.stats()["facts"]
+    rows = list(web.graph.all_facts(page_size=3))  # many pages, the last one short or empty
+    assert len(rows) == total and len({r["id"] for r in rows}) == total
+    assert [r["id"] for r in rows] == sorted(r["id"] for r in rows)
+    facts = list(web.facts(page_size=total))  # exactly one full page, then an empty one
+    assert [f.text for f in facts] == [r["text"] for r in rows]
+    triples = [f for f in facts if not f.statement]
+    assert {(f.subject, f.predicate, f.object) for f in triples} == {
+        ("Zorblax Station", "located on", "Norvik"), ("Mira Quell", "place of birth", "Oslo")}
+    docs = {d.title: d.text for d in read_documents(DOCS)}
+    for fact in facts:
+        if fact.statement:  # a statement names its document and the characters it came from
+            title, span = fact.source.rsplit(" [", 1)
+            start, end = (int(x) for x in span.rstrip("]").split(":"))
+            assert title in docs and 0 <= start < end <= len(docs[title])
+
+
 def test_cypher_injection_is_plain_text(open_web):
     web = open_web()
     web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)

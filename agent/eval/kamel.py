@@ -1,48 +1,34 @@
-"""First-cut evaluation on KAMEL questions: ReFactX constrained generation vs the same model free."""
+"""KAMEL questions through the evaluation runner: ReFactX constrained generation vs the same model free.
+
+The first-cut API, kept for scripts that use it; ``agent.eval.evaluation.run_evaluation`` runs
+every method (web-RAG and the agent too) with the judge.
+
+Example::
+
+    results = evaluate(open_generator("smollm2-135m"), kamel_questions(demo_kamel_root(), limit=20))
+    [(r.method, r.score.exact_accuracy) for r in results]
+"""
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from ..decoding.generate import FactGenerator
+from ..errors import FactweaveError
 from ..knowledge.kamel import Question
-from .metrics import Record, Score, score
+from .datasets import EvalQuestion
+from .methods import LLMOnlyMethod, ReFactXMethod
+from .run import MethodResult, evaluate_methods
 
-MODES = {"refactx": True, "llm-only": False}
-
-
-@dataclass
-class ModeResult:
-    mode: str
-    score: Score
-    seconds: float
-    rows: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "score": self.score.as_dict(), "seconds": round(self.seconds, 2),
-                "seconds_per_question": round(self.seconds / max(1, len(self.rows)), 3), "questions": self.rows}
+MODES = ("refactx", "llm-only")
 
 
-def evaluate(generator: FactGenerator, questions: Sequence[Question], modes: Sequence[str] = ("refactx", "llm-only"),
-             batch_size: int = 4, on_batch: Callable[[int], None] | None = None) -> list[ModeResult]:
-    """Answer every question in each mode; a question counts as answered when the model gave an
-    ``Answer:`` that is not "I don't know" (truncated outputs are not answers)."""
-    results = []
-    for mode in modes:
-        constrained = MODES[mode]
-        rows: list[dict[str, Any]] = []
-        records: list[Record] = []
-        start = time.perf_counter()
-        for i in range(0, len(questions), batch_size):
-            batch = questions[i : i + batch_size]
-            for q, a in zip(batch, generator.answer_batch([q.text for q in batch], constrained=constrained)):
-                records.append(Record(a.answer, q.answers, not a.truncated))
-                rows.append({"id": q.id, "question": q.text, "gold": list(q.answers), "prediction": a.answer,
-                             "truncated": a.truncated, "text": a.text, "facts": [f.as_dict() for f in a.facts],
-                             "tokens": a.tokens})
-            if on_batch:
-                on_batch(len(batch))
-        results.append(ModeResult(mode, score(records), time.perf_counter() - start, rows))
-    return results
+def evaluate(generator: FactGenerator, questions: Sequence[Question], modes: Sequence[str] = MODES,
+             batch_size: int = 4, on_batch: Callable[[int], None] | None = None) -> list[MethodResult]:
+    """Answer every question in each mode (``refactx``: constrained to the generator's index;
+    ``llm-only``: free); truncated outputs are not answers."""
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise FactweaveError(f"unknown mode {unknown[0]!r}; choose from {', '.join(MODES)}")
+    methods = [ReFactXMethod(generator) if m == "refactx" else LLMOnlyMethod(generator) for m in modes]
+    asked = [EvalQuestion(q.id, q.text, q.answers, {"relation": q.relation}) for q in questions]
+    return evaluate_methods(methods, asked, batch_size=batch_size, on_progress=on_batch)

@@ -8,7 +8,10 @@ Definitions (ReFactX, Pozzi et al. 2025):
   is empty once normalized. Only answered questions can be correct, so precision >= accuracy.
 
 Both are reported for two matchers: :func:`exact_match` (normalized equality with any gold) and
-:func:`approximate_match` (whole-word containment either way, as in the FCKW re-ranker paper).
+:func:`approximate_match` (whole-word containment either way, as in the FCKW re-ranker paper),
+and, when records carry one, for an LLM judge's verdict (``Record.judged``; see
+``agent.eval.judge``): only answered questions are judged, so the judge's precision has the same
+denominator as the others'.
 An empty prediction never matches anything; the peer implementation counted it as contained in
 every gold.
 """
@@ -95,11 +98,13 @@ def approximate_match(prediction: str, golds: Iterable[str]) -> bool:
 
 
 class Record(NamedTuple):
-    """One question's outcome; ``answered`` is False when the caller saw the answer truncated."""
+    """One question's outcome; ``answered`` is False when the caller saw the answer truncated;
+    ``judged`` is an LLM judge's verdict (None: not judged, or no usable verdict)."""
 
     prediction: str
     golds: Sequence[str]
     answered: bool = True
+    judged: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,7 @@ class Score:
     answered: int
     exact_correct: int
     approximate_correct: int
+    judge_correct: int | None = None  # None: no record carried a verdict
 
     @staticmethod
     def _rate(count: int, over: int) -> float | None:
@@ -131,9 +137,17 @@ class Score:
     def approximate_precision(self) -> float | None:
         return self._rate(self.approximate_correct, self.answered)
 
+    @property
+    def judge_accuracy(self) -> float | None:
+        return None if self.judge_correct is None else self._rate(self.judge_correct, self.total)
+
+    @property
+    def judge_precision(self) -> float | None:
+        return None if self.judge_correct is None else self._rate(self.judge_correct, self.answered)
+
     def as_dict(self) -> dict[str, int | float | None]:
-        """Counts and rates, for JSON reports."""
-        return {
+        """Counts and rates, for JSON reports (the judge's only when there were verdicts)."""
+        out = {
             "total": self.total,
             "answered": self.answered,
             "exact_correct": self.exact_correct,
@@ -143,6 +157,10 @@ class Score:
             "approximate_accuracy": self.approximate_accuracy,
             "approximate_precision": self.approximate_precision,
         }
+        if self.judge_correct is not None:
+            out.update(judge_correct=self.judge_correct, judge_accuracy=self.judge_accuracy,
+                       judge_precision=self.judge_precision)
+        return out
 
 
 def counts_as_answered(prediction: str, answered: bool = True) -> bool:
@@ -150,14 +168,24 @@ def counts_as_answered(prediction: str, answered: bool = True) -> bool:
     return answered and bool(normalize_answer(prediction)) and not is_abstention(prediction)
 
 
-def score(records: Iterable[Record | tuple[str, Sequence[str], bool]]) -> Score:
-    """Score ``(prediction, golds, answered)`` records; see the module docstring for the rules."""
-    total = answered = exact = approximate = 0
-    for prediction, golds, was_answered in records:
+def score(records: Iterable[Record | tuple]) -> Score:
+    """Score ``(prediction, golds, answered[, judged])`` records; see the module docstring.
+
+    The judge's count is kept when any record carries a verdict (``judged`` not None); a
+    verdict on a question that is not answered is ignored, and an answered question without
+    one is not correct.
+    """
+    total = answered = exact = approximate = judge = 0
+    judged_any = False
+    for record in records:
+        prediction, golds, was_answered, judged = Record(*record)
         total += 1
+        judged_any = judged_any or judged is not None
         if not counts_as_answered(prediction, was_answered):
             continue
         answered += 1
         exact += exact_match(prediction, golds)
         approximate += approximate_match(prediction, golds)
-    return Score(total=total, answered=answered, exact_correct=exact, approximate_correct=approximate)
+        judge += judged is True
+    return Score(total=total, answered=answered, exact_correct=exact, approximate_correct=approximate,
+                 judge_correct=judge if judged_any else None)

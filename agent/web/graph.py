@@ -110,6 +110,16 @@ _FACTS_FOR_KEYWORDS_LIMIT = _FACTS_FOR_KEYWORDS + "LIMIT $limit"
 
 _FACTS_BY_IDS = f"MATCH (f:{FACT}) WHERE f.id IN $ids RETURN properties(f) AS fact"
 
+# Keyset pagination (ids are unique and indexed): each page starts after the last id seen, so
+# a page costs the same however deep into the graph it is, unlike SKIP.
+_FACTS_PAGE = f"""
+MATCH (f:{FACT})
+WHERE f.id > $after
+RETURN properties(f) AS fact
+ORDER BY f.id
+LIMIT $limit
+"""
+
 _KEYWORDS_OF_FACTS = f"""
 MATCH (f:{FACT})-[:{MENTIONS}]->(k:{KEYWORD})
 WHERE f.id IN $ids
@@ -387,6 +397,19 @@ class GraphStore:
         found = {row["fact"]["id"]: dict(row["fact"])
                  for row in self._read(_FACTS_BY_IDS, {"ids": list(dict.fromkeys(ids))})}
         return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def all_facts(self, page_size: int = 2000) -> Iterator[dict[str, Any]]:
+        """Every fact's properties, in id order, read ``page_size`` at a time."""
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        after = ""
+        while True:
+            page = self._read(_FACTS_PAGE, {"after": after, "limit": int(page_size)})
+            for row in page:
+                yield dict(row["fact"])
+            if len(page) < page_size:
+                return
+            after = page[-1]["fact"]["id"]
 
     def keywords_of_facts(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
         """Keyword ids per fact (every asked id is a key; sorted lists, [] when none)."""

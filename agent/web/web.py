@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -382,6 +382,24 @@ class KnowledgeWeb:
         result.hits = rank(merge_hits(*found), k)
         result.subqueries = queries
         return result
+
+    def facts(self, page_size: int = 2000) -> Iterator[Fact]:
+        """Every fact of the web as a :class:`Fact` (a triple stays a triple, a document's fact
+        is a statement), in id order, read from the graph a page at a time: the knowledge a
+        fact tree over the whole web is built from.
+
+        Example::
+
+            index = FactIndex.build(web.facts(), tokenizer)
+        """
+        for row in self.graph.all_facts(page_size):
+            if row.get("kind") == "triple" and all(row.get(k) for k in ("subject", "predicate", "object")):
+                yield Fact(row["subject"], row["predicate"], row["object"], str(row.get("source", "")))
+            else:
+                where = row.get("title") or row.get("source", "")
+                if row.get("start") is not None:
+                    where = f"{where} [{row['start']}:{row.get('end')}]"
+                yield Fact.from_statement(row["text"], str(where))
 
     def stats(self) -> dict:
         """Node and edge counts of the graph, vector counts, cached decompositions."""

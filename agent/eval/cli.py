@@ -1,0 +1,127 @@
+"""``factweave eval DATASET``: the methods compared on a dataset's questions, scored and judged
+(mirrors :func:`agent.eval.evaluation.run_evaluation`)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .methods import METHODS
+
+MODEL_HELP = "Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id."
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Evaluate on benchmark questions: LLM-only, ReFactX, web-RAG and the agent, side by side.
+
+    \b
+    Example:
+      factweave eval kamel --limit 30 --model smollm2-135m --out runs/
+      factweave eval popqa --method refactx --method agent --limit 10
+    """
+
+
+def _eval_options(f):
+    options = [
+        click.option("--data", type=click.Path(path_type=Path), default=None,
+                     help="The dataset's file or folder (default: see the command's help)."),
+        click.option("--limit", type=click.IntRange(1), default=20, show_default=True,
+                     help="Questions: the first N (KAMEL: round-robin over relations)."),
+        click.option("--method", "methods", multiple=True, type=click.Choice(list(METHODS)),
+                     default=tuple(METHODS), show_default=True,
+                     help="Methods to compare (repeat the option): " + "; ".join(f"{k}: {v}" for k, v in METHODS.items())),
+        click.option("--config", "config", type=click.Path(path_type=Path), default=None,
+                     help="Settings file (TOML) for the model, the agent and the web backends."),
+        click.option("--model", default=None, help=MODEL_HELP),
+        click.option("--beams", type=click.IntRange(1, 16), default=1, show_default=True),
+        click.option("--max-tokens", type=click.IntRange(1, 8192), default=96, show_default=True,
+                     help="Most tokens per generation."),
+        click.option("--batch-size", type=click.IntRange(1, 256), default=4, show_default=True,
+                     help="Questions per generate call (llm-only, refactx, web-rag)."),
+        click.option("-k", "k", type=click.IntRange(1, 200), default=None,
+                     help="Facts retrieved per query for web-rag and the agent (10)."),
+        click.option("--max-rounds", type=click.IntRange(0, 5), default=None,
+                     help="The agent's sub-query rounds (1)."),
+        click.option("--judge/--no-judge", default=True, show_default=True,
+                     help="Grade answered predictions with an LLM judge."),
+        click.option("--judge-base-url", default=None,
+                     help="OpenAI-compatible endpoint of the judge (key: OPENAI_API_KEY); default: the local model."),
+        click.option("--judge-model", default=None,
+                     help="The judge's model name at that endpoint (default: the first it serves); alone: an "
+                          "OpenAI model (needs OPENAI_API_KEY)."),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--device", default=None, help="cpu, cuda, ... (default: cpu)."),
+        click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default=None,
+                     help="Weights dtype (default float32 on CPU)."),
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="Folder for <dataset>-<model>.json (every answer) and .md (the table)."),
+    ]
+    for opt in reversed(options):
+        f = opt(f)
+    return f
+
+
+def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, model, beams, max_tokens, batch_size, k,
+         max_rounds, judge, judge_base_url, judge_model, seed, device, dtype, out) -> None:
+    from tqdm.auto import tqdm
+
+    from ..settings import load_settings
+    from .datasets import data_path, load_questions
+    from .evaluation import run_evaluation
+
+    settings = load_settings(config, model=model, beams=beams, max_tokens=max_tokens, device=device, dtype=dtype,
+                             k=k, max_rounds=max_rounds)
+    path = data_path(dataset, data)
+    total = len(load_questions(dataset, path, limit=limit, split=split)) * len(set(methods))  # checks the data first
+    with tqdm(total=total, desc=f"{dataset}: answering", unit=" q", file=sys.stderr) as bar:
+        report = run_evaluation(dataset, settings=settings, data=path, methods=methods, limit=limit, split=split,
+                                batch_size=batch_size, judge=judge, judge_base_url=judge_base_url,
+                                judge_model=judge_model, seed=seed, on_progress=bar.update)
+    click.echo(report.markdown())
+    if out is not None:
+        json_path, md_path = report.write(out)
+        click.echo(f"results -> {json_path} and {md_path}")
+
+
+@eval_group.command("kamel", short_help="KAMEL questions over the KAMEL facts.")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default="dev", show_default=True,
+              help="The split asked (the web holds this split's triples; the KB tree every split).")
+@_eval_options
+def eval_kamel(split, **options) -> None:
+    """KAMEL questions (default: the bundled demo KB's dev split); KB tree: the KAMEL facts; web:
+    the split's triples (the demo web for the bundled KB).
+
+    \b
+    Example:
+      factweave eval kamel --limit 30 --model smollm2-135m --out benchmarks/results/eval
+      factweave eval kamel --data ../shared/data/kamel --method refactx --method llm-only
+    """
+    _run("kamel", split=split, **options)
+
+
+@eval_group.command("popqa", short_help="PopQA questions over their paragraphs and gold triples.")
+@_eval_options
+def eval_popqa(**options) -> None:
+    """PopQA questions (default: ../shared/data/popqa/popqa_500.json); web: every question's two
+    paragraphs and its gold triple; KB tree: every fact of that web.
+
+    \b
+    Example:
+      factweave eval popqa --limit 30 --model qwen2.5-coder-0.5b --out benchmarks/results/eval
+    """
+    _run("popqa", **options)
+
+
+@eval_group.command("musique", short_help="MuSiQue multi-hop questions over their corpus.")
+@_eval_options
+def eval_musique(**options) -> None:
+    """MuSiQue questions (default: ../shared/data/musique/musique_train100_with_paragraphs.json,
+    web of musique_train100_corpus.json beside it); KB tree: every fact of the web.
+
+    \b
+    Example:
+      factweave eval musique --limit 30 --judge-base-url http://127.0.0.1:8000/v1 --out runs/
+    """
+    _run("musique", **options)

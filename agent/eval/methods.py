@@ -1,0 +1,180 @@
+"""The answering methods an evaluation compares, one class each, all on the same loaded model.
+
+| name | knowledge | decoding |
+|---|---|---|
+| ``llm-only`` | none: the ReFactX prompt and examples only | free |
+| ``refactx`` | the KB fact tree, no retrieval | every ``Fact:`` line constrained to the KB |
+| ``web-rag`` | the top ``k`` web facts in the prompt (``prompts/web-rag/``) | free; the ``Answer:`` line is parsed |
+| ``agent`` | web retrieval, re-ranking, sub-queries, then the KB | constrained: per-question tree, then the KB |
+
+Each method answers a batch of questions (``answer_batch``) and says, per question, the
+prediction, whether generation finished (not truncated), the facts it stated or was given, and
+its tokens. Adding a method is one class and one line in :data:`METHODS`.
+
+Example::
+
+    method = ReFactXMethod(generator)                    # a FactGenerator with a KB index
+    [a.prediction for a in method.answer_batch(questions)]
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from string import Template
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..prompts import FewShotPrompt, read_prompt
+from .datasets import EvalQuestion
+
+if TYPE_CHECKING:
+    from ..agent import FactAgent
+    from ..decoding import FactGenerator
+    from ..web.web import KnowledgeWeb
+
+WEB_RAG_PROMPT = "web-rag"
+
+
+@dataclass
+class MethodAnswer:
+    """One method's answer to one question. ``finished`` is False when generation stopped
+    before an ``Answer:`` line (truncated: not an answer). ``facts`` are the facts the method
+    stated (constrained spans) or, for web-RAG, was given; ``extra`` holds what is particular
+    to the method (the agent's steps in brief)."""
+
+    prediction: str
+    finished: bool
+    text: str
+    facts: list[dict[str, Any]]
+    tokens: int
+    prompt_tokens: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"prediction": self.prediction, "truncated": not self.finished, "text": self.text,
+               "facts": self.facts, "tokens": self.tokens, "prompt_tokens": self.prompt_tokens}
+        out.update(self.extra)
+        return out
+
+
+class EvalMethod(Protocol):
+    """What the evaluation runner needs of a method."""
+
+    name: str
+    batched: bool  # False: answer_batch is called with one question at a time
+
+    def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]: ...
+
+
+def _from_answers(answers: Sequence[Any], facts: Sequence[list[dict[str, Any]]] | None = None) -> list[MethodAnswer]:
+    out = []
+    for i, a in enumerate(answers):
+        stated = [f.as_dict() for f in a.facts] if facts is None else facts[i]
+        out.append(MethodAnswer(a.answer, not a.truncated, a.text, stated, a.tokens, a.prompt_tokens))
+    return out
+
+
+class LLMOnlyMethod:
+    """The ReFactX prompt on the same model, without the constraint (and without any facts)."""
+
+    name = "llm-only"
+    batched = True
+
+    def __init__(self, generator: FactGenerator) -> None:
+        self.generator = generator
+
+    def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
+        return _from_answers(self.generator.answer_batch([q.text for q in questions], constrained=False))
+
+
+class ReFactXMethod:
+    """ReFactX: every ``Fact:`` line constrained to the generator's KB index; nothing retrieved."""
+
+    name = "refactx"
+    batched = True
+
+    def __init__(self, generator: FactGenerator) -> None:
+        if generator.index is None:
+            raise ValueError("refactx needs a generator with a knowledge-base index")
+        self.generator = generator
+
+    def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
+        return _from_answers(self.generator.answer_batch([q.text for q in questions], constrained=True))
+
+
+class WebRAGMethod:
+    """Retrieve the top ``k`` facts from the web, list them in the prompt, generate freely.
+
+    ``generator`` must use the web-RAG prompt (``FewShotPrompt.load("web-rag")``); each
+    question goes to it as a conversation whose own system message lists the facts
+    (``prompts/web-rag/facts.txt``), which the prompt appends to its system text.
+    """
+
+    name = "web-rag"
+    batched = True
+
+    def __init__(self, generator: FactGenerator, web: KnowledgeWeb, k: int = 10) -> None:
+        self.generator, self.web, self.k = generator, web, k
+        self.facts_template = Template(read_prompt(f"{WEB_RAG_PROMPT}/facts.txt"))
+
+    def conversation(self, question: str, facts: Sequence[str]) -> list[dict[str, str]]:
+        """The messages for ``question`` with ``facts`` listed (numbered, best first)."""
+        listed = "\n".join(f"[{i}] {text}" for i, text in enumerate(facts, 1)) or "(none)"
+        return [{"role": "system", "content": self.facts_template.safe_substitute(facts=listed)},
+                {"role": "user", "content": question}]
+
+    def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
+        hits = [self.web.search(q.text, self.k).hits for q in questions]
+        prompts = [self.conversation(q.text, [h.text for h in found]) for q, found in zip(questions, hits)]
+        answers = self.generator.answer_batch(prompts, constrained=False)
+        given = [[{"id": h.id, "text": h.text, "source": h.source, "score": h.score} for h in found]
+                 for found in hits]
+        return _from_answers(answers, given)
+
+
+def web_rag_generator(generator: FactGenerator) -> FactGenerator:
+    """A generator on the same model and settings with the web-RAG prompt and no index."""
+    from ..decoding import FactGenerator
+
+    return FactGenerator(generator.model, generator.tokenizer, None, prompt=FewShotPrompt.load(WEB_RAG_PROMPT),
+                         beams=generator.beams, max_new_tokens=generator.max_new_tokens)
+
+
+class AgentMethod:
+    """The whole agent pipeline (:class:`~agent.agent.FactAgent`), one question at a time."""
+
+    name = "agent"
+    batched = False
+
+    def __init__(self, agent: FactAgent) -> None:
+        self.agent = agent
+
+    def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
+        return [self._answer(q) for q in questions]
+
+    def _answer(self, question: EvalQuestion) -> MethodAnswer:
+        reply = self.agent.answer(question.text)
+        trace = reply.trace
+        attempts = [s for s in trace["steps"] if s["step"] == "generate"]
+        retrieved = {h["id"]: h for s in trace["steps"] if s["step"] == "retrieve" for h in s["hits"]}
+        chosen = [s["selected"] for s in trace["steps"] if s["step"] == "rerank"]
+        extra = {
+            "supported": trace["supported"],
+            "withheld": trace.get("withheld"),
+            "attempts": [{"tree": a["tree"], "answer": a["answer"], "facts": len(a["facts"]),
+                          "tokens": a["tokens"]} for a in attempts],
+            "subqueries": trace["subqueries"],
+            "reranked": [{"id": i, "text": retrieved[i]["text"]} for i in (chosen[-1] if chosen else [])
+                         if i in retrieved],
+            "timings": trace["timings"],
+        }
+        return MethodAnswer(reply.answer, not trace["truncated"], reply.text, reply.facts,
+                            trace["tokens"]["generated"], trace["tokens"]["prompt"], extra)
+
+
+# The methods ``factweave eval --method`` offers, in the order they are run and reported.
+METHODS: dict[str, str] = {
+    "llm-only": "same model and prompt, no facts, no constraint",
+    "refactx": "constrained to the KB fact tree, no retrieval",
+    "web-rag": "top-k web facts in the prompt, no constraint",
+    "agent": "retrieve, re-rank, sub-queries; constrained to the per-question tree, then the KB",
+}

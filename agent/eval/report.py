@@ -1,0 +1,117 @@
+"""An evaluation run's report: JSON (settings, scores, every question's answers) and a Markdown table.
+
+``<out>/<dataset>-<model>.json`` holds ``settings``, ``scores`` (per method) and ``questions``
+(one row per question: question, gold answers, and per method the prediction, whether it was
+answered, matched and judged correct, the facts it stated or was given, tokens and seconds).
+``<out>/<dataset>-<model>.md`` holds the table::
+
+    | method | answered | EM acc | EM prec | approx acc | approx prec | judge acc | judge prec | s/question | tokens/question |
+
+Both files are written aside and renamed into place, so a reader never sees half a report.
+
+Example::
+
+    report = EvalReport("popqa", "smollm2-135m", settings, results, wall_seconds=812.4)
+    json_path, md_path = report.write(Path("runs"))
+    print(report.markdown())
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .run import MethodResult
+
+COLUMNS = ("method", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "judge acc", "judge prec",
+           "s/question", "tokens/question")
+_TITLES = {"kamel": "KAMEL", "popqa": "PopQA", "musique": "MuSiQue"}
+
+
+def percent(value: float | None) -> str:
+    """``0.4567`` -> ``45.7%``; undefined rates (no answers, no judge) -> ``-``."""
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def table_rows(results: list[MethodResult]) -> list[list[str]]:
+    """The table's cells, one list per method, in :data:`COLUMNS` order."""
+    rows = []
+    for r in results:
+        s = r.score
+        rows.append([r.method, f"{s.answered}/{s.total}", percent(s.exact_accuracy), percent(s.exact_precision),
+                     percent(s.approximate_accuracy), percent(s.approximate_precision),
+                     percent(s.judge_accuracy), percent(s.judge_precision), f"{r.seconds_per_question:.2f}",
+                     f"{r.tokens['generated'] / max(1, len(r.rows)):.1f}"])
+    return rows
+
+
+def file_stem(dataset: str, model: str) -> str:
+    """``popqa-smollm2-135m``; a model path or Hub id becomes a safe file name."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/").replace("/", "--")).strip("_") or "model"
+    return f"{dataset}-{safe}"
+
+
+@dataclass
+class EvalReport:
+    """One run: a dataset, a model, the settings it ran with, and each method's result."""
+
+    dataset: str
+    model: str
+    settings: dict[str, Any]
+    results: list[MethodResult]
+    wall_seconds: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def title(self) -> str:
+        total = self.results[0].score.total if self.results else 0
+        return f"{_TITLES.get(self.dataset, self.dataset)}, {total} questions, {self.model}"
+
+    def as_dict(self) -> dict[str, Any]:
+        questions: list[dict[str, Any]] = []
+        if self.results:
+            for i, first in enumerate(self.results[0].rows):
+                per_method = {}
+                for r in self.results:
+                    row = r.rows[i]
+                    per_method[r.method] = {k: v for k, v in row.items() if k not in ("id", "question", "gold")}
+                questions.append({"id": first["id"], "question": first["question"], "gold": first["gold"],
+                                  "methods": per_method})
+        return {"dataset": self.dataset, "model": self.model, "title": self.title(),
+                "methods": [r.method for r in self.results], "settings": self.settings,
+                "wall_seconds": round(self.wall_seconds, 1), **self.meta,
+                "scores": {r.method: r.summary() for r in self.results}, "questions": questions}
+
+    def markdown(self) -> str:
+        """The table with a title line and a line on how to read it."""
+        lines = [f"### {self.title()}", "",
+                 "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in table_rows(self.results)]
+        judge = self.settings.get("judge") or {}
+        lines += ["", "Accuracy over all questions, precision over the answered ones (abstentions and truncated "
+                  "answers excluded); EM: normalized exact match; approx: whole-word containment either way; "
+                  f"judge: {judge.get('model', 'none')} ({judge.get('kind', 'no judge')}). "
+                  f"Wall time {self.wall_seconds:.0f} s.", ""]
+        return "\n".join(lines)
+
+    def write(self, out_dir: Path) -> tuple[Path, Path]:
+        """Write ``<dataset>-<model>.json`` and ``.md`` into ``out_dir`` (created), each atomically."""
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stem = file_stem(self.dataset, self.model)
+        json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
+        _write_atomic(json_path, json.dumps(self.as_dict(), ensure_ascii=False, indent=1) + "\n")
+        _write_atomic(md_path, self.markdown())
+        return json_path, md_path
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
