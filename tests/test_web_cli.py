@@ -26,7 +26,7 @@ def test_build_search_stats_with_the_embedded_server(tmp_path, cache_dir, openai
                 str(WEB / "triples.tsv"), "--web", web, "--json", cache=cache_dir)
     assert built.returncode == 0, built.stderr
     report = json.loads(built.stdout)
-    assert report["documents"]["documents"] == 3 and report["documents"]["decomposer"] == "sentences-v2"
+    assert report["documents"]["documents"] == 3 and report["documents"]["decomposer"] == "sentences-v3"
     assert report["stats"]["facts"] == report["documents"]["facts"] + 2
 
     again = run("web", "build", str(WEB / "corpus.json"), str(WEB / "notes.md"), "--web", web, "--json",

@@ -58,7 +58,8 @@ class SentenceDecomposer:
     """One fact per sentence; a leading pronoun becomes the document title ("She was" -> "Ada
     Lovelace was", "Its" -> "Ada Lovelace's")."""
 
-    fingerprint = "sentences-v2"  # v2: initials and abbreviations do not end sentences
+    # v2: initials and abbreviations do not end sentences; v3: a blank line ends one, headings are not facts
+    fingerprint = "sentences-v3"
 
     def __init__(self, min_chars: int = 12) -> None:
         self.min_chars = min_chars
@@ -67,7 +68,7 @@ class SentenceDecomposer:
         facts = []
         for start, end in sentence_spans(text, chunk.start, chunk.end):
             sentence = " ".join(text[start:end].split())
-            if len(sentence) < self.min_chars:
+            if len(sentence) < self.min_chars or _HEADING.match(sentence):
                 continue
             facts.append(AtomicFact(resolve_leading_pronoun(sentence, title), start, end))
         return facts
@@ -84,6 +85,7 @@ def resolve_leading_pronoun(sentence: str, title: str) -> str:
     return name + sentence[match.end():]
 
 
+_HEADING = re.compile(r"#{1,6}\s")  # a Markdown heading line
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

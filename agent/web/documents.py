@@ -136,16 +136,25 @@ _ABBREVIATION = re.compile(
 )
 
 
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+
+
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """``(start, end)`` offsets of the sentences of ``text[start:end]``, whitespace trimmed."""
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
     cursor = start
+    # A blank line ends a sentence too (a heading or a list has no final period).
+    breaks = [(m.start(), m.end()) for m in _PARAGRAPH_BREAK.finditer(text, start, end)]
     for match in _SENTENCE_END.finditer(text, start, end):
         if _ABBREVIATION.search(text, max(start, match.start() - 8), match.start()):
             continue
-        spans.append((cursor, match.start()))
-        cursor = match.end()
+        breaks.append((match.start(), match.end()))
+    for a, b in sorted(breaks):
+        if a < cursor:
+            continue
+        spans.append((cursor, a))
+        cursor = b
     spans.append((cursor, end))
     trimmed = []
     for a, b in spans:
