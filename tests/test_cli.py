@@ -33,7 +33,7 @@ def test_help_has_examples(tmp_path):
     for cmd in (["--help"], ["ask", "--help"], ["index", "build", "--help"], ["eval", "kamel", "--help"],
                 ["web", "build", "--help"], ["web", "search", "--help"], ["web", "stats", "--help"],
                 ["llm", "serve", "--help"], ["serve", "--help"], ["mcp", "--help"], ["config", "--help"],
-                ["eval", "popqa", "--help"], ["eval", "musique", "--help"]):
+                ["eval", "popqa", "--help"], ["eval", "musique", "--help"], ["ui", "--help"]):
         out = run(*cmd, cache=tmp_path).stdout
         assert "Usage" in out
         if cmd != ["--help"]:

@@ -25,5 +25,7 @@ def describe_step(step: dict[str, Any]) -> str:
              else "the whole knowledge base")
     if step.get("skipped"):
         return f"attempt {step['attempt'] + 1} on {where}: skipped, {step['skipped']}"
+    if step.get("stopped"):
+        return f"attempt {step['attempt'] + 1} on {where}: stopped after {step['seconds']:.1f} s"
     return (f"attempt {step['attempt'] + 1} on {where}: answer {step['answer']!r}, "
             f"{len(step['facts'])} fact(s), {step['tokens']} tokens in {step['seconds']:.1f} s")

@@ -120,6 +120,8 @@ ORDER BY f.id
 LIMIT $limit
 """
 
+_FACTS_OF_DOCUMENTS = f"MATCH (f:{FACT}) WHERE f.doc_id IN $ids RETURN properties(f) AS fact ORDER BY f.id"
+
 _KEYWORDS_OF_FACTS = f"""
 MATCH (f:{FACT})-[:{MENTIONS}]->(k:{KEYWORD})
 WHERE f.id IN $ids
@@ -410,6 +412,12 @@ class GraphStore:
             if len(page) < page_size:
                 return
             after = page[-1]["fact"]["id"]
+
+    def facts_of_documents(self, doc_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The properties of every fact decomposed from the documents ``doc_ids``, in id order."""
+        if not doc_ids:
+            return []
+        return [dict(row["fact"]) for row in self._read(_FACTS_OF_DOCUMENTS, {"ids": list(dict.fromkeys(doc_ids))})]
 
     def keywords_of_facts(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
         """Keyword ids per fact (every asked id is a key; sorted lists, [] when none)."""

@@ -393,13 +393,11 @@ class KnowledgeWeb:
             index = FactIndex.build(web.facts(), tokenizer)
         """
         for row in self.graph.all_facts(page_size):
-            if row.get("kind") == "triple" and all(row.get(k) for k in ("subject", "predicate", "object")):
-                yield Fact(row["subject"], row["predicate"], row["object"], str(row.get("source", "")))
-            else:
-                where = row.get("title") or row.get("source", "")
-                if row.get("start") is not None:
-                    where = f"{where} [{row['start']}:{row.get('end')}]"
-                yield Fact.from_statement(row["text"], str(where))
+            yield _as_fact(row)
+
+    def document_facts(self, documents: Iterable[Document]) -> list[Fact]:
+        """The facts stored for ``documents`` (as :meth:`facts` gives them), in id order."""
+        return [_as_fact(row) for row in self.graph.facts_of_documents([d.id for d in documents])]
 
     def stats(self) -> dict:
         """Node and edge counts of the graph, vector counts, cached decompositions."""
@@ -408,6 +406,17 @@ class KnowledgeWeb:
         counts["fact_vectors"] = self.fact_vectors.count()
         counts["decomposed_chunks_cached"] = len(self.cache)
         return counts
+
+
+def _as_fact(row: dict[str, Any]) -> Fact:
+    """A graph fact node's properties as a :class:`Fact` (a triple stays a triple; a document's
+    fact is a statement whose source names the document and character span)."""
+    if row.get("kind") == "triple" and all(row.get(k) for k in ("subject", "predicate", "object")):
+        return Fact(row["subject"], row["predicate"], row["object"], str(row.get("source", "")))
+    where = row.get("title") or row.get("source", "")
+    if row.get("start") is not None:
+        where = f"{where} [{row['start']}:{row.get('end')}]"
+    return Fact.from_statement(row["text"], str(where))
 
 
 def uncovered_keywords(matches: dict[str, set[str]], hits: Sequence[FactHit]) -> list[str]:

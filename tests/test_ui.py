@@ -1,0 +1,175 @@
+"""The chat UI's parts without a browser: rendering answers and traces, checking uploads, the
+shared runtime (uploads into the web and the fact index, nothing lost on a bad file)."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from html import unescape
+
+import pytest
+
+from agent.errors import FactweaveError
+
+TRIPLE_FACT = {"start": 6, "end": 42, "text": "<Zorblax Station> <located on> <Norvik> .", "tree": "question",
+               "fact_id": "abc123", "source": "triples.tsv:1",
+               "provenance": {"kind": "triple", "subject": "Zorblax Station", "predicate": "located on",
+                              "object": "Norvik", "source": "triples.tsv:1"}}
+
+
+def _spans(html: str) -> list[str]:
+    return [unescape(m) for m in re.findall(r'<mark class="fw-fact"[^>]*>(.*?)</mark>', html)]
+
+
+def test_attempt_html_highlights_exactly_the_fact_spans_and_escapes_everything():
+    from ui.render import attempt_html
+
+    fact = dict(TRIPLE_FACT)
+    text = f"Fact: {fact['text']}\nAnswer: Norvik <script>alert(1)</script>"
+    fact["start"], fact["end"] = 6, 6 + len(fact["text"])
+    html = attempt_html(text, [fact], anchor="a0")
+    assert _spans(html) == [fact["text"]]
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<Zorblax" not in html  # the fact's angle brackets are text, not tags
+    assert 'href="#fw-fact-a0-0"' in html and 'data-fact-id="abc123"' in html
+    title = unescape(re.search(r'title="([^"]*)"', html).group(1))
+    assert title.splitlines() == [fact["text"], "triple (Zorblax Station, located on, Norvik) from triples.tsv:1",
+                                  "fact id abc123 (per-question tree)"]
+    assert "\n" not in html  # one line: Markdown leaves the block alone
+    # Free text only: nothing highlighted; a span that does not fit the text is not shown.
+    assert _spans(attempt_html("Answer: I don't know.", [])) == []
+    assert _spans(attempt_html("short", [fact])) == []
+
+
+def test_provenance_lines_for_triples_and_documents():
+    from ui.render import provenance_line
+
+    assert provenance_line(TRIPLE_FACT) == "triple (Zorblax Station, located on, Norvik) from triples.tsv:1"
+    doc = {"text": "Zorblax Station was founded by Mira Quell.", "source": "notes.md [0:42]",
+           "provenance": {"kind": "document", "title": "Zorblax Station", "source": "notes.md", "doc_id": "d1",
+                          "chunk_id": "c1", "start": 0, "end": 42}}
+    assert provenance_line(doc) == "document Zorblax Station, characters 0-42 (notes.md)"
+    kb = {"text": "<A> <b> <C> .", "source": "kamel:P19/dev.jsonl:3",
+          "provenance": {"kind": "triple", "source": "kamel:P19/dev.jsonl:3", "subject": "A", "predicate": "b",
+                         "object": "C"}}
+    assert provenance_line(kb) == "triple (A, b, C) from kamel:P19/dev.jsonl:3"
+
+
+def test_answer_header_says_supported_withheld_or_stopped():
+    from ui.render import answer_header
+
+    supported = {"answer": "Norvik", "facts": [TRIPLE_FACT], "trace": {"supported": True}}
+    assert "Answer: Norvik" in answer_header(supported) and "supported by 1 fact " in answer_header(supported)
+    withheld = {"answer": "I don't know.", "facts": [],
+                "trace": {"supported": False, "withheld": "Oslo", "withheld_because": "no fact was stated"}}
+    text = unescape(re.sub("<[^>]+>", "", answer_header(withheld)))
+    assert "Answer: I don't know." in text and "Oslo" in text and "no fact was stated" in text
+    assert "Stopped" in answer_header({"answer": "", "facts": [], "trace": {"stopped": True}})
+
+
+def test_trace_html_lists_facts_steps_timings_and_the_raw_trace(small_agent):
+    from ui.render import trace_html
+
+    reply = small_agent.answer("Who founded Zorblax Station?").as_dict()
+    html = trace_html(reply["trace"], anchor="a2")
+    raw = re.search(r'<pre class="fw-trace-json">(.*?)</pre>', html, re.S).group(1)
+    assert json.loads(unescape(raw)) == json.loads(json.dumps(reply["trace"]))
+    for n, fact in enumerate(sorted(reply["facts"], key=lambda f: f["start"])):
+        assert f'id="fw-fact-a2-{n}"' in html  # the click target of the n-th span
+    # The generated text's spans are the answer's facts, in order.
+    generated = html.split("<h4>Generated text</h4>")[1].split("<h4>")[0]
+    assert _spans(generated) == [f["text"] for f in sorted(reply["facts"], key=lambda f: f["start"])]
+    retrieve = next(s for s in reply["trace"]["steps"] if s["step"] == "retrieve")
+    for hit in retrieve["hits"]:
+        assert f"<td>{hit['score']:.3f}</td>" in html
+    assert html.count('<details class="fw-step ') == len(reply["trace"]["steps"])
+    assert f"{reply['trace']['timings']['total_s']:.2f} s" in html
+    assert "Ask a question" in trace_html(None)
+
+
+def test_uploads_are_classified_and_checked_whole(tmp_path):
+    from ui.uploads import kind_of, read_uploads
+
+    good = tmp_path / "facts.tsv"
+    good.write_text("Quillon Vale\tdesigned by\tAsha Merrow\n")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"subject": "Quillon Vale", "predicate": "located in", "object": "Brisk"}\n')
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"title": "Brisk", "text": "Brisk is a harbour town."}\n')
+    packed = tmp_path / "more.tsv.gz"
+    with gzip.open(packed, "wt") as f:
+        f.write("Brisk\tcountry\tVelland\n")
+    note = tmp_path / "note.md"
+    note.write_text("# Velland\n\nVelland is a small country.\n")
+    assert [kind_of(p) for p in (good, rows, docs, packed, note)] == ["triples", "triples", "documents", "triples",
+                                                                      "documents"]
+    batch = read_uploads([good, rows, docs, packed, note])
+    assert batch.triple_count == 3 and [d.title for d in batch.documents] == ["Brisk", "Velland"]
+    assert batch.describe() == "3 triple(s) from 3 file(s), 2 document(s)"
+
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("A\tb\tC\nonly two\tfields\n")
+    with pytest.raises(FactweaveError, match=r"^bad\.tsv:2: ") as err:
+        read_uploads([good, bad])
+    assert str(tmp_path) not in str(err.value)  # the upload's temporary folder is not shown
+    (tmp_path / "x.pdf").write_bytes(b"%PDF")
+    with pytest.raises(FactweaveError, match=r"x\.pdf: unsupported file type"):
+        read_uploads([tmp_path / "x.pdf"])
+    (tmp_path / "empty.tsv").write_text("")
+    with pytest.raises(FactweaveError, match="empty.tsv: the file is empty"):
+        read_uploads([tmp_path / "empty.tsv"])
+    with pytest.raises(FactweaveError, match=r"facts\.tsv: .* over the upload limit"):
+        read_uploads([good], max_bytes=10)
+    (tmp_path / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(FactweaveError, match="latin.txt"):
+        read_uploads([tmp_path / "latin.txt"])
+
+
+@pytest.mark.model
+def test_runtime_adds_uploads_to_the_web_and_the_index_and_a_bad_file_changes_nothing(ui_runtime, tmp_path):
+    from agent.knowledge.facts import verbalize
+
+    before = ui_runtime.counts()
+    good = tmp_path / "harbours.tsv"
+    good.write_text("Quillon Harbour\tbuilt by\tAsha Merrow\n")
+    doc = tmp_path / "brisk.md"
+    doc.write_text("# Brisk lighthouse\n\nThe Brisk lighthouse was lit for the first time in 1871.\n")
+    bad = tmp_path / "broken.tsv"
+    bad.write_text("Quillon Harbour\tlength\n")
+
+    with pytest.raises(FactweaveError, match=r"broken\.tsv:1"):
+        ui_runtime.add_files([good, bad])  # one bad file: nothing of the upload is added
+    assert ui_runtime.counts() == before
+
+    report = ui_runtime.add_files([good, doc])
+    fact = verbalize("Quillon Harbour", "built by", "Asha Merrow")
+    after = ui_runtime.counts()
+    assert after["facts"] > before["facts"] and after["documents"] == before["documents"] + 1
+    assert report["new_facts"] == after["uploaded_facts"] - before["uploaded_facts"] >= 2
+    index_texts = {f.text for f in ui_runtime.generator.index.facts}
+    assert fact in index_texts  # the constrained generation can state it
+    assert "The Brisk lighthouse was lit for the first time in 1871." in index_texts
+    assert after["index_facts"] == before["index_facts"] + report["new_facts"]
+    assert fact in [h.text for h in ui_runtime.web.search("Who built Quillon Harbour?", 5).hits]
+    # Adding the same files again adds nothing.
+    again = ui_runtime.add_files([good, doc])
+    assert ui_runtime.counts() == after, again
+    assert again["documents"]["chunks_skipped"] == 1
+    # A restarted UI over the same web still has the uploaded facts in its index.
+    from ui.runtime import UIRuntime
+
+    restarted = UIRuntime(ui_runtime.settings, loaded=ui_runtime.loaded, web=ui_runtime.web, progress=False)
+    assert fact in {f.text for f in restarted.generator.index.facts}
+    assert restarted.counts() == after
+
+
+@pytest.mark.model
+def test_runtime_streams_with_the_sessions_options(ui_runtime):
+    from ui.runtime import AskOptions
+
+    events = list(ui_runtime.stream("Who founded Zorblax Station?", AskOptions(tree="kb", beams=1)))
+    reply = events[-1]
+    assert reply["event"] == "answer" and reply["trace"]["tree"] == "kb"
+    assert [s["step"] for s in reply["trace"]["steps"]] == ["generate"]  # kb: nothing retrieved
+    kb = {f.text for f in ui_runtime.generator.index.facts}
+    assert all(f["text"] in kb for f in reply["facts"])

@@ -1,0 +1,178 @@
+"""The chat UI in a real browser: Playwright driving Debian's Chromium against the Gradio app
+served on a loopback port, with SmolLM2 and a real knowledge web behind it.
+
+Screenshots go to ``$FACTWEAVE_SCREENSHOTS`` (default: the test's temporary folder)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = [pytest.mark.model, pytest.mark.browser]
+
+ANSWER_TIMEOUT_MS = 300_000  # a CPU under load; one answer takes ~10 s on an idle 2-core machine
+
+
+def _shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("FACTWEAVE_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _ask(page, question: str) -> None:
+    page.fill("#fw-question textarea", question)
+    page.click("#fw-ask")
+
+
+def _wait_answer(page, question: str) -> dict:
+    """Wait until the trace panel shows the finished trace of ``question``; return that trace."""
+    page.wait_for_function(
+        """q => { const pre = document.querySelector('#fw-trace pre.fw-trace-json');
+                  return pre && JSON.parse(pre.textContent).question === q; }""",
+        arg=question, timeout=ANSWER_TIMEOUT_MS)
+    return json.loads(page.text_content("#fw-trace pre.fw-trace-json"))
+
+
+def _marks(page, where: str) -> list[dict]:
+    return page.eval_on_selector_all(
+        f"{where} mark.fw-fact",
+        "els => els.map(e => ({text: e.textContent, id: e.dataset.factId, tree: e.dataset.tree, title: e.title}))")
+
+
+def test_ask_a_demo_question_and_see_its_facts_highlighted(browser, ui_url, ui_runtime, tmp_path):
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(ui_url)
+    question = "Who founded Zorblax Station?"
+    page.click("#fw-examples button:has-text('Zorblax')")  # the example fills the box
+    expect(page.locator("#fw-question textarea")).to_have_value(question)
+    page.click("#fw-ask")
+    # The answer streams: the chat shows the steps before the answer is done.
+    page.wait_for_selector("#fw-chat .fw-steps", timeout=ANSWER_TIMEOUT_MS)
+    trace = _wait_answer(page, question)
+
+    facts = sorted(trace["facts"], key=lambda f: f["start"])
+    assert facts, "the model stated no fact for the Zorblax question"
+    in_chat = _marks(page, "#fw-chat .fw-final")  # the answer's attempt (earlier ones are shown above it)
+    in_trace = _marks(page, "#fw-trace .fw-generated")
+    for marks in (in_chat, in_trace):
+        assert [m["text"] for m in marks] == [f["text"] for f in facts]
+    assert [m["id"] for m in in_trace] == [str(f["fact_id"]) for f in facts]  # (the chat's sanitizer drops data-*)
+    # Each span is a fact of the knowledge: the web's (per-question tree) or the KB index's.
+    web_facts = {f.text for f in ui_runtime.web.facts()}
+    kb = ui_runtime.generator.index.facts
+    for fact, mark in zip(facts, in_chat):
+        if fact["tree"] == "question":
+            assert fact["text"] in web_facts
+        else:
+            assert kb[int(fact["fact_id"][3:])].text == fact["text"]
+        assert mark["title"].splitlines()[0] == fact["text"]  # hover: the fact and its provenance
+        assert fact["source"].split(":")[0].split(" [")[0] in mark["title"]
+    text = page.text_content("#fw-chat .message-wrap")
+    assert f"Answer: {trace['answer']}" in text
+    # Clicking a span shows its row, with provenance, in the trace.
+    page.click("#fw-chat mark.fw-fact >> nth=0")
+    row = page.locator("#fw-trace li.fw-fact-row").first
+    assert row.get_attribute("data-fact-id") == str(facts[0]["fact_id"])
+    assert facts[0]["text"] in row.text_content()
+    # Retrieved facts with their scores and the re-ranker's decision are in the trace.
+    retrieve = next(s for s in trace["steps"] if s["step"] == "retrieve")
+    page.click("#fw-trace details.fw-step-retrieve summary")
+    cells = page.locator("#fw-trace details.fw-step-retrieve td.fw-fact-text").all_text_contents()
+    assert cells == [h["text"] for h in retrieve["hits"]]
+    assert page.locator("#fw-trace details.fw-step-rerank summary").count() == 1
+    page.screenshot(path=str(_shots(tmp_path) / "ui-answer.png"), full_page=True)
+    page.close()
+
+
+def test_upload_a_triple_file_then_find_and_use_its_fact(browser, ui_url, ui_runtime, tmp_path):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(ui_url)
+    page.click("button[role=tab]:has-text('Knowledge')")
+    facts_file = tmp_path / "lighthouses.tsv"
+    facts_file.write_text("Velmora Lighthouse\tdesigned by\tOsric Tandel\n")
+    page.set_input_files("#fw-files input[type=file]", str(facts_file))
+    page.wait_for_selector("#fw-files :text('lighthouses.tsv')")
+    page.click("#fw-build")
+    page.wait_for_selector("#fw-build-result .fw-ok", timeout=ANSWER_TIMEOUT_MS)
+    assert "1 triple(s) from 1 file(s)" in page.text_content("#fw-build-result")
+    assert f"{ui_runtime.counts()['uploaded_facts']:,} uploaded" in page.text_content("#fw-status")
+
+    fact = "<Velmora Lighthouse> <designed by> <Osric Tandel> ."
+    page.fill("#fw-search-query textarea", "Who designed Velmora Lighthouse?")
+    page.click("#fw-search")
+    page.wait_for_selector("#fw-search-results td.fw-fact-text", timeout=ANSWER_TIMEOUT_MS)
+    found = page.locator("#fw-search-results td.fw-fact-text").all_text_contents()
+    assert fact in found
+    assert "lighthouses.tsv" in page.text_content("#fw-search-results")
+
+    # Asked in the chat, the agent retrieves the uploaded fact.
+    page.click("button[role=tab]:has-text('Chat')")
+    question = "Who designed Velmora Lighthouse?"
+    _ask(page, question)
+    trace = _wait_answer(page, question)
+    retrieved = [h["text"] for s in trace["steps"] if s["step"] == "retrieve" for h in s["hits"]]
+    assert fact in retrieved
+    page.screenshot(path=str(_shots(tmp_path) / "ui-upload.png"), full_page=True)
+    page.close()
+
+
+def test_a_bad_file_gets_a_clear_message_and_changes_nothing(browser, ui_url, ui_runtime, tmp_path):
+    before = ui_runtime.counts()
+    page = browser.new_page()
+    page.goto(ui_url)
+    page.click("button[role=tab]:has-text('Knowledge')")
+    bad = tmp_path / "broken.tsv"
+    bad.write_text("Velmora Lighthouse\theight\t60 m\nVelmora Lighthouse\tonly two fields\n")
+    page.set_input_files("#fw-files input[type=file]", str(bad))
+    page.wait_for_selector("#fw-files :text('broken.tsv')")
+    page.click("#fw-build")
+    page.wait_for_selector("#fw-build-result .fw-error", timeout=ANSWER_TIMEOUT_MS)
+    message = page.text_content("#fw-build-result").strip()
+    assert message.startswith("Not added: broken.tsv:2: ") and "3 tab-separated fields" in message
+    assert ui_runtime.counts() == before
+    page.close()
+
+
+def test_two_sessions_asking_at_once_both_get_their_answers(browser, ui_url):
+    questions = ["Where was Mira Quell born?", "Who founded Zorblax Station?"]
+    contexts = [browser.new_context() for _ in questions]  # two sessions: separate cookies and state
+    pages = [c.new_page() for c in contexts]
+    for page in pages:
+        page.goto(ui_url)
+    for page, question in zip(pages, questions):
+        _ask(page, question)
+    traces = [_wait_answer(page, question) for page, question in zip(pages, questions)]
+    for page, question, trace in zip(pages, questions, traces):
+        assert trace["question"] == question
+        chat = page.text_content("#fw-chat .message-wrap")
+        assert question in chat and f"Answer: {trace['answer']}" in chat
+        assert [q for q in questions if q != question][0] not in chat  # no session sees the other's chat
+    for c in contexts:
+        c.close()
+
+
+def test_stop_ends_the_answer_and_the_next_question_is_answered(browser, ui_url):
+    page = browser.new_page()
+    page.goto(ui_url)
+    _ask(page, "Where was Mira Quell born?")
+    page.wait_for_selector("#fw-chat .fw-steps", timeout=ANSWER_TIMEOUT_MS)
+    page.click("#fw-stop")
+    trace = _wait_answer(page, "Where was Mira Quell born?")
+    if trace.get("stopped"):  # (unless the answer was already complete when Stop was clicked)
+        assert "Stopped." in page.text_content("#fw-chat .message-wrap")
+    question = "Who founded Zorblax Station?"
+    _ask(page, question)
+    assert _wait_answer(page, question)["question"] == question
+    page.close()
+
+
+def test_ui_binds_loopback_and_rejects_an_empty_question(browser, ui_url):
+    assert ui_url.startswith("http://127.0.0.1:")
+    page = browser.new_page()
+    page.goto(ui_url)
+    page.click("#fw-ask")
+    page.wait_for_selector("text=type a question first", timeout=60_000)
+    page.close()

@@ -1,0 +1,64 @@
+"""Fixtures for the chat UI: one UI runtime over a knowledge web of its own (uploads change it),
+and the Gradio app served on a free loopback port for the browser tests."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def ui_runtime(tmp_path_factory, smollm, cache_dir, embedder):
+    """The runtime the UI shares: SmolLM2, the demo KB index, a fresh copy of the test web."""
+    from agent.settings import load_settings
+    from agent.web.web import KnowledgeWeb
+    from agent_fixtures import build_small_web
+    from ui.runtime import UIRuntime
+
+    web = KnowledgeWeb.open(tmp_path_factory.mktemp("ui-web") / "web", embedder=embedder)
+    build_small_web(web)
+    settings = load_settings(model="smollm2-135m", cache=cache_dir, max_tokens=64)
+    runtime = UIRuntime(settings, loaded=smollm, web=web, progress=False, max_upload_bytes=64 * 1024)
+    # A short reply budget for the re-ranker: it only names fact numbers (keeps the tests quick).
+    runtime.reranker.max_tokens = 12
+    yield runtime
+    runtime.close()
+    web.close()
+
+
+@pytest.fixture(scope="session")
+def ui_url(ui_runtime):
+    """The UI served on 127.0.0.1 (a free port) for the session."""
+    from ui.app import build_ui, launch
+
+    app = build_ui(ui_runtime, examples=["Who founded Zorblax Station?"])
+    url = launch(app, port=free_port(), block=False, quiet=True, max_file_size=64 * 1024)
+    yield url
+    app.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium driven by Playwright. Without it the browser tests skip, except where
+    FACTWEAVE_REQUIRE_BROWSER is set (``.ci/run`` sets it after installing Chromium)."""
+    path = os.environ.get("FACTWEAVE_CHROMIUM") or (CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"))
+    if not path:
+        if os.environ.get("FACTWEAVE_REQUIRE_BROWSER"):
+            pytest.fail("no Chromium at /usr/bin/chromium: apt-get install chromium")
+        pytest.skip("no Chromium (apt-get install chromium); .ci/run installs it and runs these tests")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        yield browser
+        browser.close()

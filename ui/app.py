@@ -1,0 +1,251 @@
+"""The chat UI (Gradio Blocks): ask, watch the answer stream with its constrained fact spans
+highlighted, read the trace; upload knowledge; choose the tree mode, beams and model.
+
+One :class:`~ui.runtime.UIRuntime` (one loaded model) serves every browser session. Answering,
+uploading and switching models share one queue (``concurrency`` at a time, default 1), so
+concurrent users wait their turn instead of competing for the model. Each session keeps its own
+chat history and settings.
+
+Example::
+
+    from ui.app import build_ui, launch
+    from ui.runtime import UIRuntime
+
+    with UIRuntime(load_settings(model="smollm2-135m")) as runtime:
+        launch(build_ui(runtime), port=7860)
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from agent.agent.trace import describe_step
+from agent.errors import FactweaveError
+
+from .render import chat_message, trace_html
+from .runtime import AskOptions, UIRuntime, check_question
+from .uploads import ACCEPTED
+
+CSS_PATH = Path(__file__).with_name("style.css")
+QUEUE = "factweave-model"  # one queue for everything that uses the model
+TREES = [("per-question tree, then the whole KB", "both"), ("per-question tree only", "question"),
+         ("whole knowledge base only", "kb")]
+INTRO = ("**factweave** answers from facts that exist in its knowledge base. Every `Fact:` line is "
+         "constrained, token for token, to a stored fact and <mark class='fw-fact'>highlighted</mark>; "
+         "hover a fact for its source, click it to find it in the trace.")
+
+
+def demo_examples(limit: int = 4) -> list[str]:
+    """Questions the demo knowledge answers: demo KB dev questions (their triples are in the
+    demo web) and one about the demo corpus."""
+    from agent.knowledge.kamel import demo_kamel_root, kamel_questions
+
+    questions = [q.text for q in kamel_questions(demo_kamel_root(), split="dev", limit=limit)]
+    return questions + ["Who publishes the Journal of Psychotherapy Integration?"]
+
+
+def _installed_models(current: str) -> list[str]:
+    from agent.models import PRESETS, preset_installed
+
+    names = [name for name, preset in PRESETS.items() if preset_installed(preset)]
+    return names if current in names else [current, *names]
+
+
+def _status(runtime: UIRuntime) -> str:
+    c = runtime.counts()
+    return (f"**Knowledge** ({c['web']}): {c['documents']:,} documents, {c['facts']:,} facts in the web, "
+            f"{c['keywords']:,} keywords; the fact index holds {c['index_facts']:,} facts "
+            f"({c['uploaded_facts']:,} uploaded). Model: `{c['model']}`.")
+
+
+def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurrency: int = 1,
+             title: str = "factweave") -> gr.Blocks:
+    """The Blocks app over ``runtime`` (not launched: see :func:`launch`)."""
+
+    def ask(question: str, history: list[dict[str, Any]], tree: str, beams: int, k: int, rerank: bool,
+            session: dict[str, Any] | None):
+        try:
+            question = check_question(question)
+        except FactweaveError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        session = session if session is not None else {}
+        stop = threading.Event()
+        session["stop"] = stop
+        anchor = f"a{len(history)}"
+        history = [*history, {"role": "user", "content": gr_escape(question)},
+                   {"role": "assistant", "content": chat_message([])}]
+        attempts: list[dict[str, Any]] = []
+        steps: list[str] = []
+        records: list[dict[str, Any]] = []
+        reply: dict[str, Any] | None = None
+        yield history, "", session, trace_html({"question": question, "steps": [], "partial": True})
+        options = AskOptions(tree=tree, beams=int(beams), k=int(k), rerank=bool(rerank))
+        last = 0.0
+        events = runtime.stream(question, options, stop)
+        try:
+            for event in events:
+                kind = event["event"]
+                if kind in ("token", "fact"):
+                    n = event["attempt"]
+                    while len(attempts) <= n:
+                        attempts.append({"tree": "", "text": "", "facts": []})
+                    if kind == "token":
+                        attempts[n]["text"] += event["text"]
+                    else:
+                        attempts[n]["facts"].append(event["fact"])
+                elif kind == "step":
+                    step = event["step"]
+                    records.append(step)
+                    steps.append(describe_step(step))
+                    if step["step"] == "generate":
+                        n = step["attempt"]
+                        while len(attempts) <= n:
+                            attempts.append({"tree": "", "text": "", "facts": []})
+                        attempts[n] = {"tree": step["tree"], "text": step.get("text", ""),
+                                       "facts": step.get("facts", [])}
+                elif kind == "answer":
+                    reply = event
+                now = time.monotonic()
+                if kind in ("step", "fact") or now - last > 0.08:
+                    last = now
+                    history[-1] = {"role": "assistant",
+                                   "content": chat_message(attempts, reply, anchor=anchor, steps=steps)}
+                    panel = (trace_html(reply["trace"], anchor=anchor) if reply is not None
+                             else trace_html({"question": question, "steps": records, "partial": True}))
+                    yield history, "", session, panel
+        except FactweaveError as exc:
+            history[-1] = {"role": "assistant", "content": f'<p class="fw-error">Error: {gr_escape(str(exc))}</p>'}
+            yield history, "", session, trace_html(None)
+            return
+        finally:
+            events.close()
+        # The answer (a stopped one says so), and its whole trace.
+        history[-1] = {"role": "assistant", "content": chat_message(attempts, reply, anchor=anchor, steps=steps)}
+        yield history, "", session, trace_html(reply["trace"] if reply else None, anchor=anchor)
+
+    def stop_answer(session: dict[str, Any] | None) -> None:
+        if session and session.get("stop") is not None:
+            session["stop"].set()
+
+    def upload(files: list[Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[str, str]:
+        if not files:
+            raise gr.Error("choose one or more files first", print_exception=False)
+        paths = [Path(getattr(f, "name", f)) for f in files]
+        try:
+            report = runtime.add_files(paths, lambda fraction, message: progress(fraction, desc=message))
+        except FactweaveError as exc:
+            return f'<p class="fw-error">Not added: {gr_escape(str(exc))}</p>', _status(runtime)
+        return (f'<p class="fw-ok">Added {gr_escape(report["files"])}: {report["new_facts"]} facts in '
+                f'{report["seconds"]:.1f} s.</p>', _status(runtime))
+
+    def search(query: str, k: int) -> str:
+        from .render import provenance_line
+
+        query = " ".join((query or "").split())
+        if not query:
+            raise gr.Error("type something to search for", print_exception=False)
+        hits = runtime.web.search(query, int(k)).hits
+        if not hits:
+            return '<p class="fw-dim">No fact found.</p>'
+        rows = "".join(
+            f'<tr><td>{h.score:.3f}</td><td class="fw-fact-text">{gr_escape(h.text)}</td>'
+            f'<td class="fw-source">{gr_escape(provenance_line({"provenance": {"kind": h.kind, **h.provenance}}))}</td></tr>'
+            for h in hits)
+        return f'<table class="fw-table fw-search"><thead><tr><th>score</th><th>fact</th><th>source</th></tr></thead><tbody>{rows}</tbody></table>'
+
+    def switch_model(name: str, progress: gr.Progress = gr.Progress()) -> str:
+        try:
+            runtime.switch_model(name, lambda fraction, message: progress(fraction, desc=message))
+        except FactweaveError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        return _status(runtime)
+
+    with gr.Blocks(title=title, fill_width=True) as app:
+        session = gr.State(None)
+        gr.Markdown(INTRO, elem_id="fw-intro")
+        with gr.Tab("Chat"):
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=3, min_width=420):
+                    chat = gr.Chatbot(elem_id="fw-chat", height=560, show_label=False, feedback_options=None, buttons=["copy"],
+                                      placeholder="Ask about the knowledge base.")
+                    with gr.Row():
+                        question = gr.Textbox(placeholder="Ask a question, e.g. Where was Laurie Graff born?",
+                                              show_label=False, scale=5, elem_id="fw-question", max_length=2000,
+                                              submit_btn=False)
+                        ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="fw-ask", min_width=80)
+                        stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="fw-stop", min_width=80)
+                    if examples:
+                        gr.Examples(examples=[[q] for q in examples], inputs=[question], label="Example questions",
+                                    elem_id="fw-examples")
+                    clear_btn = gr.Button("New conversation", size="sm", elem_id="fw-clear")
+                with gr.Column(scale=2, min_width=360):
+                    with gr.Accordion("Settings", open=False, elem_id="fw-settings"):
+                        tree = gr.Radio(TREES, value=_default_tree(runtime), label="Fact tree while generating",
+                                        elem_id="fw-tree")
+                        beams = gr.Slider(1, 8, value=max(1, runtime.settings.beams), step=1, label="Beams",
+                                          elem_id="fw-beams")
+                        k = gr.Slider(1, 30, value=runtime.settings.k, step=1, label="Facts retrieved per query (k)",
+                                      elem_id="fw-k")
+                        rerank = gr.Checkbox(value=runtime.settings.rerank, label="Re-rank the retrieved facts",
+                                             elem_id="fw-rerank")
+                        with gr.Row():
+                            model = gr.Dropdown(_installed_models(runtime.model_name), value=runtime.model_name,
+                                                label="Model (shared by every session)", elem_id="fw-model",
+                                                allow_custom_value=True, scale=3)
+                            model_btn = gr.Button("Load", size="sm", scale=1, elem_id="fw-load-model")
+                    with gr.Accordion("Trace", open=True, elem_id="fw-trace-box"):
+                        trace = gr.HTML(trace_html(None), elem_id="fw-trace")
+        with gr.Tab("Knowledge"):
+            status = gr.Markdown(_status(runtime), elem_id="fw-status")
+            files = gr.File(file_count="multiple", file_types=list(ACCEPTED), label=(
+                "Triples (.tsv, .nt, .jsonl: subject, predicate, object) or documents (.txt, .md, .json, .jsonl: "
+                f"title, text); at most {runtime.max_upload_bytes / 1e6:.0f} MB a file"), elem_id="fw-files")
+            build_btn = gr.Button("Add to the knowledge", variant="primary", elem_id="fw-build")
+            build_result = gr.HTML(elem_id="fw-build-result")
+            with gr.Row():
+                query = gr.Textbox(label="Search the facts", scale=4, elem_id="fw-search-query")
+                search_k = gr.Slider(1, 50, value=10, step=1, label="k", scale=1)
+                search_btn = gr.Button("Search", scale=1, elem_id="fw-search")
+            found = gr.HTML(elem_id="fw-search-results")
+
+        inputs = [question, chat, tree, beams, k, rerank, session]
+        outputs = [chat, question, session, trace]
+        common = {"concurrency_id": QUEUE, "concurrency_limit": concurrency, "show_progress": "hidden"}
+        ask_btn.click(ask, inputs, outputs, **common)
+        question.submit(ask, inputs, outputs, **common)
+        # Stop sets the session's flag: generation ends at the next token and the answer's event
+        # finishes normally (cancelling the event instead would leave the model mid-generation).
+        stop_btn.click(stop_answer, [session], None, queue=False)
+        clear_btn.click(lambda: ([], trace_html(None)), None, [chat, trace], queue=False)
+        build_btn.click(upload, [files], [build_result, status], concurrency_id=QUEUE, concurrency_limit=concurrency)
+        search_btn.click(search, [query, search_k], [found], concurrency_id="factweave-search")
+        query.submit(search, [query, search_k], [found], concurrency_id="factweave-search")
+        model_btn.click(switch_model, [model], [status], concurrency_id=QUEUE, concurrency_limit=concurrency)
+    app.queue(default_concurrency_limit=concurrency, max_size=64)
+    return app
+
+
+def _default_tree(runtime: UIRuntime) -> str:
+    tree = runtime.settings.tree
+    return tree if tree in ("both", "question", "kb") else "both"
+
+
+def gr_escape(text: str) -> str:
+    from html import escape
+
+    return escape(text, quote=True)
+
+
+def launch(app: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,
+           auth: tuple[str, str] | None = None, max_file_size: int = 20 * 1024 * 1024, block: bool = True,
+           quiet: bool = False) -> str:
+    """Serve ``app`` on ``host:port`` (loopback by default); return its local URL. ``block=False``
+    returns at once (tests, notebooks)."""
+    _, url, _ = app.launch(server_name=host, server_port=port, share=share, auth=auth, max_file_size=max_file_size,
+                           prevent_thread_lock=not block, inbrowser=False, quiet=quiet, show_error=True,
+                           css=CSS_PATH.read_text(encoding="utf-8"), footer_links=[], ssr_mode=False)
+    return url

@@ -1,0 +1,61 @@
+"""``factweave ui``: the chat UI on 127.0.0.1."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+def _auth(value: str | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    user, sep, password = value.partition(":")
+    if not sep or not user or not password:
+        raise click.BadParameter("expected USER:PASSWORD", param_hint="--auth")
+    return user, password
+
+
+@click.command("ui")
+@click.option("--config", "config", type=click.Path(path_type=Path), default=None,
+              help="Settings file (TOML; default $FACTWEAVE_CONFIG, ./factweave.toml, "
+                   "~/.config/factweave/config.toml).")
+@click.option("--model", default=None, help="Model: a preset (see `factweave models`), a Hugging Face folder "
+                                            "or a Hub id.")
+@click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Knowledge web (default: the demo web, built on first use).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback only by default).")
+@click.option("--port", type=click.IntRange(1, 65535), default=7860, show_default=True)
+@click.option("--share", is_flag=True, help="Also publish a temporary public gradio.live link (needs internet).")
+@click.option("--auth", default=None, metavar="USER:PASSWORD", help="Require this login (or set FACTWEAVE_UI_AUTH).",
+              envvar="FACTWEAVE_UI_AUTH")
+@click.option("--concurrency", type=click.IntRange(1, 8), default=1, show_default=True,
+              help="Questions answered at once; more wait in the queue.")
+@click.option("--max-upload-mb", type=click.IntRange(1, 2048), default=20, show_default=True,
+              help="Largest uploaded file.")
+def ui_command(config, model, web_dir, host, port, share, auth, concurrency, max_upload_mb) -> None:
+    """Chat with the agent in the browser: answers stream with every constrained fact
+    highlighted and traceable to its source; upload knowledge; choose tree mode, beams, model.
+
+    The model loads once and is shared by every session; questions queue.
+
+    \b
+    Example:
+      factweave ui                                 # http://127.0.0.1:7860, demo knowledge
+      factweave ui --model smollm2-135m --port 8080 --auth me:secret
+    """
+    from agent.settings import load_settings
+
+    from .app import build_ui, demo_examples, launch
+    from .runtime import UIRuntime
+
+    credentials = _auth(auth)
+    settings = load_settings(config, model=model, web=web_dir)
+    limit = max_upload_mb * 1024 * 1024
+    print(f"Opening {settings.model} and the knowledge web (first use: model conversion and the demo web, a few "
+          "minutes)...", file=sys.stderr)
+    with UIRuntime(settings, max_upload_bytes=limit) as runtime:
+        examples = demo_examples() if settings.uses_demo_web() else None
+        app = build_ui(runtime, examples=examples, concurrency=concurrency)
+        print(f"factweave UI on http://{host}:{port}  (Ctrl+C stops it)", file=sys.stderr)
+        launch(app, host=host, port=port, share=share, auth=credentials, max_file_size=limit)

@@ -1,0 +1,202 @@
+"""The agent's answers and traces as HTML for the chat and the trace view.
+
+Everything here is a pure function of the agent's plain data (``FactAgent.stream`` events and
+``AgentAnswer.trace``), and every piece of text is escaped: facts and documents are data, never
+markup. Each constrained fact span is a ``<mark class="fw-fact">`` whose ``data-fact-id``,
+``data-tree`` and ``title`` (fact and provenance, shown on hover) say where it comes from; a
+click on it jumps to its row in the trace's fact list (``#fw-fact-<answer>-<n>``), which shows
+the full provenance.
+
+Example::
+
+    html = attempt_html("Fact: <A> <b> <C> .\\nAnswer: C", [fact], anchor="q1")
+    panel = trace_html(reply["trace"], anchor="q1")
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from agent.agent.trace import describe_step
+
+TREE_LABELS = {"question": "per-question tree", "kb": "whole knowledge base"}
+
+
+def _e(value: Any) -> str:
+    return escape(str(value), quote=True)
+
+
+def provenance_line(fact: dict[str, Any]) -> str:
+    """Where a fact comes from, in one line: the source triple and its file, or the document,
+    passage and character offsets."""
+    p = fact.get("provenance") or {}
+    kind = p.get("kind")
+    if kind == "triple" or p.get("subject"):
+        triple = f"({p.get('subject')}, {p.get('predicate')}, {p.get('object')})" if p.get("subject") else ""
+        return " ".join(part for part in (f"triple {triple}" if triple else "triple",
+                                           f"from {p.get('source') or fact.get('source', '')}") if part)
+    if kind == "document" or p.get("doc_id") or p.get("title"):
+        where = p.get("title") or p.get("source") or fact.get("source", "")
+        span = f", characters {p['start']}-{p['end']}" if p.get("start") is not None else ""
+        return f"document {where!s}{span}" + (f" ({p['source']})" if p.get("source") and p.get("title") else "")
+    return str(fact.get("source") or "unknown source")
+
+
+def _fact_tip(fact: dict[str, Any]) -> str:
+    where = TREE_LABELS.get(fact.get("tree", ""), fact.get("tree", ""))
+    return f"{fact['text']}\n{provenance_line(fact)}\nfact id {fact.get('fact_id')} ({where})"
+
+
+def _text(value: str) -> str:
+    return _e(value).replace("\n", "<br>")
+
+
+def attempt_html(text: str, facts: Sequence[dict[str, Any]], *, anchor: str = "", css_class: str = "") -> str:
+    """``text`` with each fact span (``start``/``end`` offsets into it) highlighted; newlines
+    become ``<br>`` so the block is one line (Markdown leaves it alone)."""
+    out: list[str] = []
+    at = 0
+    for n, fact in enumerate(sorted(facts, key=lambda f: f["start"])):
+        start, end = fact["start"], fact["end"]
+        if start < at or end > len(text):
+            continue  # a span that does not fit the text is not shown as a fact
+        out.append(_text(text[at:start]))
+        target = f' href="#fw-fact-{_e(anchor)}-{n}"' if anchor else ""
+        tip = _e(_fact_tip(fact)).replace("\n", "&#10;")
+        out.append(f'<a class="fw-fact-link"{target}><mark class="fw-fact" data-fact-id="{_e(fact.get("fact_id"))}" '
+                   f'data-tree="{_e(fact.get("tree", ""))}" title="{tip}">{_text(text[start:end])}</mark></a>')
+        at = end
+    out.append(_text(text[at:]))
+    return f'<div class="fw-text{" " + css_class if css_class else ""}">' + "".join(out) + "</div>"
+
+
+def answer_header(reply: dict[str, Any]) -> str:
+    """The answer line of a finished reply: the answer and how many facts support it, or why it
+    was withheld."""
+    trace = reply.get("trace", {})
+    if trace.get("stopped"):
+        return '<p class="fw-answer fw-stopped">Stopped.</p>'
+    facts = reply.get("facts") or []
+    if trace.get("supported"):
+        n = len(facts)
+        return (f'<p class="fw-answer"><b>Answer: {_e(reply["answer"])}</b> '
+                f'<span class="fw-support">supported by {n} fact{"" if n == 1 else "s"} of the knowledge base</span></p>')
+    why = ""
+    if trace.get("withheld"):
+        why = (f' <span class="fw-support">(the model answered “{_e(trace["withheld"])}”, withheld: '
+               f'{_e(trace.get("withheld_because", ""))})</span>')
+    elif trace.get("truncated"):
+        why = ' <span class="fw-support">(the token budget ended before an answer)</span>'
+    answer = reply.get("answer") or "I don't know."
+    return f'<p class="fw-answer fw-unknown"><b>Answer: {_e(answer)}</b>{why}</p>'
+
+
+def chat_message(attempts: Sequence[dict[str, Any]], reply: dict[str, Any] | None = None, *,
+                 anchor: str = "", steps: Sequence[str] = ()) -> str:
+    """The assistant's chat message: the answer (when finished), then each generation attempt's
+    text with its facts highlighted, and the steps so far in one dim line each.
+
+    ``attempts``: ``{"tree", "text", "facts"}`` per attempt, in order (the one being generated last).
+    """
+    parts: list[str] = []
+    if reply is not None:
+        parts.append(answer_header(reply))
+    if steps:
+        parts.append('<div class="fw-steps">' + "<br>".join(_e(s) for s in steps) + "</div>")
+    for i, attempt in enumerate(attempts):
+        if not attempt.get("text"):
+            continue
+        if len(attempts) > 1:
+            label = TREE_LABELS.get(attempt.get("tree", ""), "")
+            parts.append(f'<div class="fw-attempt-label">attempt {i + 1}, {_e(label)}</div>')
+        final = reply is not None and i == len(attempts) - 1
+        parts.append(attempt_html(attempt["text"], attempt.get("facts", []), anchor=anchor if final else "",
+                                  css_class="fw-final" if final else ""))
+    return "\n".join(parts) if parts else '<span class="fw-thinking">searching the knowledge…</span>'
+
+
+def _hits_table(step: dict[str, Any], selected: set[str]) -> str:
+    rows = []
+    for i, hit in enumerate(step.get("hits", []), 1):
+        picked = hit["id"] in selected
+        rows.append(
+            f'<tr class="{"fw-picked" if picked else ""}"><td>{i}</td><td>{"✓" if picked else ""}</td>'
+            f'<td>{hit["score"]:.3f}</td><td>{hit["cosine"]:.3f}</td><td>{hit["degree"]}</td>'
+            f'<td class="fw-fact-text">{_e(hit["text"])}</td><td>{_e(", ".join(hit.get("keywords", [])))}</td>'
+            f'<td class="fw-source">{_e(provenance_line({"provenance": {"kind": hit.get("kind"), **hit.get("provenance", {})}, "source": ""}))}</td></tr>')
+    return ('<table class="fw-table"><thead><tr><th>#</th><th>picked</th><th>score</th><th>cos</th><th>degree</th>'
+            '<th>fact</th><th>keywords</th><th>source</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
+
+
+def _step_html(step: dict[str, Any], selected: set[str]) -> str:
+    kind = step["step"]
+    summary = _e(describe_step(step))
+    body = ""
+    if kind == "retrieve":
+        body = _hits_table(step, selected)
+    elif kind == "rerank":
+        body = (f'<p>question type <b>{_e(step["question_type"])}</b>; '
+                + ("fallback to the top 3: " + _e(step.get("reason", "")) if step["used_fallback"]
+                   else f'{len(step["selected"])} fact(s) picked by the chat model')
+                + f'</p><p class="fw-dim">model reply: <code>{_e(step.get("reply") or "")}</code></p>')
+    elif kind == "subquery":
+        body = "<ul>" + "".join(f"<li>{_e(q)}</li>" for q in step["queries"]) + f"</ul><p class='fw-dim'>{_e(step['how'])}</p>"
+    elif kind == "generate":
+        on_topic = step.get("on_topic")
+        body = (attempt_html(step.get("text", ""), step.get("facts", []))
+                + f'<p class="fw-dim">answer “{_e(step.get("answer", ""))}”; facts about the question: '
+                  f'{"yes" if on_topic else "no" if on_topic is not None else "-"}; '
+                  f'{step.get("prompt_tokens", 0)} prompt + {step.get("tokens", 0)} generated tokens</p>')
+    return f'<details class="fw-step fw-step-{_e(kind)}"><summary>{summary}</summary>{body}</details>'
+
+
+def facts_list(facts: Sequence[dict[str, Any]], *, anchor: str = "") -> str:
+    """The answer's facts, numbered as their spans, each with its provenance (the click target)."""
+    if not facts:
+        return '<p class="fw-dim">No fact was stated.</p>'
+    items = []
+    for n, fact in enumerate(sorted(facts, key=lambda f: f["start"])):
+        where = TREE_LABELS.get(fact.get("tree", ""), "")
+        items.append(f'<li id="fw-fact-{_e(anchor)}-{n}" class="fw-fact-row" data-fact-id="{_e(fact.get("fact_id"))}">'
+                     f'<span class="fw-fact-text">{_e(fact["text"])}</span><br>'
+                     f'<span class="fw-source">{_e(provenance_line(fact))} · id {_e(fact.get("fact_id"))} · '
+                     f'{_e(where)}</span></li>')
+    return '<ol class="fw-facts">' + "".join(items) + "</ol>"
+
+
+def timings_table(trace: dict[str, Any]) -> str:
+    t = trace.get("timings", {})
+    names = [("retrieve_s", "retrieval"), ("rerank_s", "re-ranking"), ("subquery_s", "sub-queries"),
+             ("tree_build_s", "per-question trees"), ("generate_s", "generation"), ("total_s", "total")]
+    cells = "".join(f"<tr><td>{label}</td><td>{t.get(key, 0.0):.2f} s</td></tr>" for key, label in names)
+    tokens = trace.get("tokens", {})
+    cells += f"<tr><td>tokens</td><td>{tokens.get('prompt', 0)} prompt, {tokens.get('generated', 0)} generated</td></tr>"
+    return f'<table class="fw-table fw-timings">{cells}</table>'
+
+
+def _final_text(trace: dict[str, Any]) -> str:
+    attempts = [s for s in trace.get("steps", []) if s["step"] == "generate"]
+    return attempts[-1].get("text", "") if attempts else ""
+
+
+def trace_html(trace: dict[str, Any] | None, *, anchor: str = "") -> str:
+    """The trace view: the answer's facts with provenance, each step (retrieved facts with score
+    parts and the re-ranker's picks, sub-queries, each attempt's text), timings, and the raw
+    JSON trace."""
+    if not trace:
+        return '<div class="fw-trace fw-dim">Ask a question: its trace appears here.</div>'
+    selected = {i for s in trace.get("steps", []) if s["step"] == "rerank" for i in s["selected"]}
+    steps = "".join(_step_html(s, selected) for s in trace.get("steps", []))
+    if trace.get("partial"):  # while answering: the steps so far
+        return (f'<div class="fw-trace fw-partial" data-question="{_e(trace.get("question", ""))}">'
+                f'<h4>Steps so far</h4>{steps or "<p class=fw-dim>retrieving…</p>"}</div>')
+    raw = _e(json.dumps(trace, ensure_ascii=False, indent=1))
+    return (f'<div class="fw-trace" data-question="{_e(trace.get("question", ""))}">'
+            f'<h4>Generated text</h4>{attempt_html(_final_text(trace), trace.get("facts", []), css_class="fw-generated")}'
+            f'<h4>Facts of the answer</h4>{facts_list(trace.get("facts", []), anchor=anchor)}'
+            f'<h4>Steps</h4>{steps}'
+            f'<h4>Timings</h4>{timings_table(trace)}'
+            f'<details class="fw-raw"><summary>raw trace (JSON)</summary><pre class="fw-trace-json">{raw}</pre></details>'
+            f"</div>")

@@ -1,0 +1,229 @@
+"""What every browser session shares: one loaded model, the knowledge web, the KB fact index and
+the chat model, opened once; each question gets a light :class:`FactAgent` over them with the
+session's own options (tree mode, beams, k, re-ranking).
+
+Uploaded knowledge goes into the web (documents decomposed into facts, triples verbalized) and
+into the KB fact index: the index is rebuilt as the base knowledge base plus every uploaded fact
+and swapped in. The uploaded facts are kept in ``<web>/uploads/facts.jsonl`` (rewritten
+atomically) so that the extended index is rebuilt for another model, and after a restart.
+
+Example::
+
+    with UIRuntime(load_settings(model="smollm2-135m")) as rt:
+        for event in rt.stream("Where was Laurie Graff born?", AskOptions(tree="both")):
+            ...
+        rt.add_files([Path("facts.tsv")])
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.errors import FactweaveError
+from agent.knowledge.facts import Fact
+
+from .uploads import DEFAULT_MAX_BYTES, read_uploads
+
+if TYPE_CHECKING:
+    from agent.agent import FactAgent
+    from agent.settings import Settings
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class AskOptions:
+    """A session's choices for its questions (the settings panel)."""
+
+    tree: str = "both"
+    beams: int = 1
+    k: int = 10
+    rerank: bool = True
+
+
+def _no_progress(fraction: float, message: str) -> None:
+    pass
+
+
+class UIRuntime:
+    """The shared parts behind the UI. Thread-safe: answering and rebuilding take one lock, so
+    a rebuild waits for the answer in progress and the next answer sees the new knowledge."""
+
+    def __init__(self, settings: Settings, *, progress: bool = True, loaded: Any = None, web: Any = None,
+                 max_upload_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        """``loaded``: a model already loaded (must be ``settings.model``); ``web``: a knowledge
+        web already open (its owner closes it), else the one ``settings`` name is opened here."""
+        from agent.runtime import open_web
+
+        self.settings = settings
+        self.max_upload_bytes = max_upload_bytes
+        # A plain lock, not an RLock: a streamed answer may be resumed, and closed, by another thread.
+        self._lock = threading.Lock()
+        self._progress = progress
+        self._owns_web = web is None
+        self.web = web if web is not None else open_web(settings, progress=progress)
+        try:
+            self._open_model(settings.model, loaded=loaded)
+        except BaseException:
+            self.close()
+            raise
+
+    # --- opening -------------------------------------------------------------------------------
+
+    def _open_model(self, name: str, *, loaded: Any = None) -> None:
+        from agent.rerank import Reranker
+        from agent.runtime import load_settings_model, open_chat, open_generator
+
+        settings = self.settings.model_copy(update={"model": name})
+        loaded = loaded or load_settings_model(settings)
+        generator = open_generator(name, settings.kb, index=settings.index, inverse=settings.inverse,
+                                   beams=settings.beams, max_new_tokens=settings.max_tokens,
+                                   cache_dir=settings.cache_dir(), progress=self._progress, loaded=loaded)
+        self.base_facts: list[Fact] = list(generator.index.facts)
+        self.loaded, self.generator = loaded, generator
+        self.chat = open_chat(settings, loaded)
+        self.reranker = Reranker(self.chat)
+        self.model_name = name
+        self.settings = settings
+        uploaded = self.uploaded_facts()
+        if uploaded:
+            self._extend_index(uploaded)
+
+    @property
+    def uploads_dir(self) -> Path:
+        return self.web.folder / "uploads"
+
+    def uploaded_facts(self) -> list[Fact]:
+        """Every fact uploaded into this web through the UI so far."""
+        path = self.uploads_dir / "facts.jsonl"
+        if not path.is_file():
+            return []
+        facts = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                if row.get("statement"):
+                    facts.append(Fact.from_statement(row["statement"], row.get("source", "")))
+                else:
+                    facts.append(Fact(row["subject"], row["predicate"], row["object"], row.get("source", "")))
+        return facts
+
+    def _save_uploaded(self, facts: list[Fact]) -> None:
+        self.uploads_dir.mkdir(parents=True, exist_ok=True)
+        path = self.uploads_dir / "facts.jsonl"
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            for fact in facts:
+                row = ({"statement": fact.statement} if fact.statement else
+                       {"subject": fact.subject, "predicate": fact.predicate, "object": fact.object})
+                f.write(json.dumps({**row, "source": fact.source}, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+
+    def _extend_index(self, uploaded: list[Fact]) -> None:
+        from agent.index import FactIndex
+
+        self.generator.index = FactIndex.build([*self.base_facts, *uploaded], self.generator.tokenizer)
+
+    def close(self) -> None:
+        if self._owns_web:
+            self.web.close()
+
+    def __enter__(self) -> UIRuntime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- answering -----------------------------------------------------------------------------
+
+    def agent(self, options: AskOptions) -> FactAgent:
+        from agent.agent import FactAgent
+
+        return FactAgent(self.generator, self.web, self.reranker if options.rerank else None, tree=options.tree,
+                         k=options.k, max_rounds=self.settings.max_rounds,
+                         max_subqueries=self.settings.max_subqueries, chat=self.chat)
+
+    def stream(self, question: str, options: AskOptions,
+               stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
+        """The agent's events for ``question`` (see ``FactAgent.stream``); setting ``stop`` or
+        closing the iterator stops generation."""
+        with self._lock:
+            events = self.agent(options).stream(question, beams=options.beams, stop=stop)
+            try:
+                yield from events
+            finally:
+                events.close()
+
+    # --- knowledge -----------------------------------------------------------------------------
+
+    def add_files(self, paths: list[Path], progress: Progress = _no_progress) -> dict[str, Any]:
+        """Check ``paths`` completely, then add them to the web and the KB index. A bad file
+        raises a one-line :class:`FactweaveError` and changes nothing."""
+        from agent.web.decompose import LLMDecomposer, SentenceDecomposer
+
+        progress(0.0, "reading the files")
+        batch = read_uploads([Path(p) for p in paths], max_bytes=self.max_upload_bytes)
+        started = time.perf_counter()
+        with self._lock:
+            new_facts: list[Fact] = []
+            report: dict[str, Any] = {"files": batch.describe()}
+            if batch.documents:
+                progress(0.1, f"decomposing {len(batch.documents)} document(s) into facts")
+                remote = self.settings.openai_base_url or self.settings.openai_api_key
+                decomposer = LLMDecomposer(self.chat) if remote else SentenceDecomposer()
+                built = self.web.add_documents(batch.documents, decomposer, progress=False)
+                report["documents"] = built.as_dict()
+                new_facts += self.web.document_facts(batch.documents)
+            for i, (name, facts) in enumerate(batch.triples.items()):
+                progress(0.4 + 0.3 * i / len(batch.triples), f"adding {len(facts)} triples from {name}")
+                report[f"triples:{name}"] = self.web.add_triples(facts, source=name, progress=False).as_dict()
+                new_facts += facts
+            progress(0.75, "rebuilding the fact index")
+            uploaded = self.uploaded_facts()
+            known = {f.text for f in uploaded}
+            uploaded += [f for f in new_facts if f.text not in known and not known.add(f.text)]
+            self._save_uploaded(uploaded)
+            self._extend_index(uploaded)
+            report["new_facts"] = len(new_facts)
+            report["seconds"] = round(time.perf_counter() - started, 2)
+        progress(1.0, "done")
+        return report
+
+    def switch_model(self, name: str, progress: Progress = _no_progress) -> None:
+        """Load model ``name`` (a preset, folder or Hub id) and rebuild the index for it; the
+        current model stays if that fails."""
+        if name == self.model_name:
+            return
+        with self._lock:
+            previous = (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings,
+                        self.base_facts)
+            progress(0.1, f"loading {name}")
+            try:
+                self._open_model(name)
+            except BaseException:
+                (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings,
+                 self.base_facts) = previous
+                raise
+            progress(1.0, f"{name} loaded")
+
+    def counts(self) -> dict[str, Any]:
+        """What the knowledge holds now (for the knowledge panel)."""
+        stats = self.web.stats()
+        return {"web": str(self.web.folder), "documents": stats.get("documents", 0), "facts": stats.get("facts", 0),
+                "keywords": stats.get("keywords", 0), "index_facts": len(self.generator.index.facts),
+                "uploaded_facts": len(self.uploaded_facts()), "model": self.model_name}
+
+
+def check_question(question: str) -> str:
+    question = " ".join((question or "").split())
+    if not question:
+        raise FactweaveError("type a question first")
+    if len(question) > 2000:
+        raise FactweaveError("the question is too long (2,000 characters at most)")
+    return question

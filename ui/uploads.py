@@ -1,0 +1,107 @@
+"""Files uploaded in the UI: checked whole first, then built into the knowledge web.
+
+A file is either **triples** (``.tsv``, ``.nt``, or ``.jsonl`` whose first row has a
+``subject``; any of them gzip-compressed) or **documents** (``.txt``, ``.md``, ``.json``, or
+``.jsonl`` rows with ``title``/``text``). Every file is read completely before anything is
+written, so a bad row anywhere (reported as ``name:line: reason``) or a file over the size limit
+rejects the whole upload and the web is left as it was.
+
+Example::
+
+    batch = read_uploads([Path("facts.tsv"), Path("notes.md")], max_bytes=10_000_000)
+    batch.triples, batch.documents           # parsed, nothing written yet
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.errors import FactweaveError, InputError
+from agent.knowledge.facts import Fact
+from agent.knowledge.loaders import load_facts
+from agent.web.documents import Document, read_documents
+
+TRIPLE_SUFFIXES = (".tsv", ".nt", ".tsv.gz", ".nt.gz", ".jsonl.gz")
+DOCUMENT_SUFFIXES = (".txt", ".md", ".json")
+ACCEPTED = (".tsv", ".nt", ".jsonl", ".gz", ".txt", ".md", ".json")
+DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+
+
+@dataclass
+class UploadBatch:
+    """What a set of uploaded files holds, parsed: triples per file and documents."""
+
+    triples: dict[str, list[Fact]] = field(default_factory=dict)
+    documents: list[Document] = field(default_factory=list)
+
+    @property
+    def triple_count(self) -> int:
+        return sum(len(facts) for facts in self.triples.values())
+
+    def describe(self) -> str:
+        parts = []
+        if self.triples:
+            parts.append(f"{self.triple_count} triple(s) from {len(self.triples)} file(s)")
+        if self.documents:
+            parts.append(f"{len(self.documents)} document(s)")
+        return ", ".join(parts) or "nothing"
+
+
+def _is_triples_jsonl(path: Path) -> bool:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(path, number, f"not JSON: {exc.msg}") from None
+                return isinstance(row, dict) and "subject" in row
+    return False
+
+
+def kind_of(path: Path) -> str:
+    """``triples`` or ``documents`` for an uploaded file, by its name (and a JSONL file's first row)."""
+    name = path.name.lower()
+    if name.endswith(TRIPLE_SUFFIXES):
+        return "triples"
+    if name.endswith((".jsonl", ".ndjson")):
+        return "triples" if _is_triples_jsonl(path) else "documents"
+    if name.endswith(DOCUMENT_SUFFIXES):
+        return "documents"
+    raise FactweaveError(f"{path.name}: unsupported file type; upload triples (.tsv, .nt, .jsonl) or documents "
+                         f"(.txt, .md, .json, .jsonl)")
+
+
+def read_uploads(paths: list[Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> UploadBatch:
+    """Parse every file completely (no writing); the first problem raises a one-line
+    :class:`FactweaveError` naming the file (and line)."""
+    if not paths:
+        raise FactweaveError("no file uploaded")
+    batch = UploadBatch()
+    for path in paths:
+        path = Path(path)
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise FactweaveError(f"{path.name}: {size / 1e6:.1f} MB is over the upload limit of {max_bytes / 1e6:.1f} MB")
+        if size == 0:
+            raise FactweaveError(f"{path.name}: the file is empty")
+        try:
+            if kind_of(path) == "triples":
+                facts = list(load_facts(path))
+                if not facts:
+                    raise FactweaveError(f"{path.name}: no triples in the file")
+                batch.triples[path.name] = facts
+            else:
+                documents = list(read_documents([path]))
+                if not documents:
+                    raise FactweaveError(f"{path.name}: no documents in the file")
+                batch.documents.extend(documents)
+        except UnicodeDecodeError:
+            raise FactweaveError(f"{path.name}: not UTF-8 text") from None
+        except FactweaveError as exc:
+            # The upload's temporary folder means nothing to the user: name the file only.
+            raise FactweaveError(str(exc).replace(str(path), path.name)) from None
+    return batch
