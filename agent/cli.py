@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from .cli_options import MODEL_HELP, config_option, model_option, rerank_option, tree_option, web_option
 from .errors import FactweaveError
 from .eval.cli import eval_group
 from .llm.cli import llm_group
@@ -16,7 +17,6 @@ from .mcp_server import mcp_command
 from ui.cli import ui_command
 from .web.cli import web_group
 
-MODEL_HELP = "Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id."
 
 
 def _console():
@@ -138,10 +138,8 @@ def index_info(path: Path) -> None:
 
 def _generation_options(f):
     options = [
-        click.option("--config", "config", type=click.Path(path_type=Path), default=None,
-                     help="Settings file (TOML; default $FACTWEAVE_CONFIG, ./factweave.toml, "
-                          "~/.config/factweave/config.toml)."),
-        click.option("--model", default=None, help=MODEL_HELP),
+        config_option,
+        model_option,
         click.option("--kb", type=click.Path(exists=True, path_type=Path), default=None,
                      help="Knowledge source for the KB fact tree (default: the bundled demo KB)."),
         click.option("--index", "index_path", type=click.Path(exists=True, path_type=Path), default=None,
@@ -168,13 +166,9 @@ def _settings(config, **overrides):
 @cli.command("ask")
 @click.argument("question")
 @_generation_options
-@click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Knowledge web to retrieve from (see `factweave web build`); default the demo web, "
-                   "built on first use.")
-@click.option("--tree", type=click.Choice(["kb", "question", "both"]), default=None,
-              help="Fact tree while generating: the KB (no retrieval), a per-question tree of the re-ranked "
-                   "facts, or both (per-question first; the default). With --kb and no --web: kb.")
-@click.option("--rerank/--no-rerank", default=None, help="Let the chat model pick the retrieved facts (default: on).")
+@web_option
+@tree_option
+@rerank_option
 @click.option("-k", "k", type=click.IntRange(1, 200), default=None, help="Facts retrieved per query (10).")
 @click.option("--max-rounds", type=click.IntRange(0, 5), default=None,
               help="Sub-query rounds when the facts found do not support an answer (1).")

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import click
 from pydantic import BaseModel, Field
 
+from .cli_options import agent_options
 from .errors import FactweaveError
 
 if TYPE_CHECKING:
@@ -318,18 +319,7 @@ def _version() -> str:
 # --- the command ----------------------------------------------------------------------------------
 
 @click.command("mcp")
-@click.option("--config", "config", type=click.Path(path_type=Path), default=None,
-              help="Settings file (TOML; default $FACTWEAVE_CONFIG, ./factweave.toml, "
-                   "~/.config/factweave/config.toml).")
-@click.option("--model", default=None,
-              help="Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id.")
-@click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Knowledge web to retrieve from (see `factweave web build`); default the demo web, "
-                   "built on first use.")
-@click.option("--tree", type=click.Choice(["kb", "question", "both"]), default=None,
-              help="Fact tree while generating: the KB, a per-question tree of the retrieved facts, or both "
-                   "(the default). With kb there is no web and no search_facts.")
-@click.option("--rerank/--no-rerank", default=None, help="Let the chat model pick the retrieved facts (default: on).")
+@agent_options
 def mcp_command(config: Path | None, model: str | None, web_dir: Path | None,
                 tree: str | None, rerank: bool | None) -> None:
     """Serve the agent as Model Context Protocol tools over stdio, for MCP clients to embed:

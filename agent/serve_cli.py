@@ -1,22 +1,14 @@
 """``factweave serve``: the agent, and the local model it runs on, as an OpenAI-compatible server."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import click
 
+from .cli_options import agent_options
+
 
 @click.command("serve")
-@click.option("--config", "config", type=click.Path(path_type=Path), default=None,
-              help="Settings file (TOML; default $FACTWEAVE_CONFIG, ./factweave.toml, "
-                   "~/.config/factweave/config.toml).")
-@click.option("--model", default=None, help="Local model: a preset (see `factweave models`), a Hugging Face "
-                                            "folder or a Hub id.")
-@click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Knowledge web to retrieve from (default: the demo web, built on first use).")
-@click.option("--tree", type=click.Choice(["kb", "question", "both"]), default=None,
-              help="Fact tree while generating (default both: per-question tree, then the KB).")
-@click.option("--rerank/--no-rerank", default=None, help="Let the chat model pick the retrieved facts (default: on).")
+@agent_options
 @click.option("--host", default=None, help="Address to bind (default 127.0.0.1, loopback only).")
 @click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port (default 8000).")
 @click.option("--max-concurrency", type=click.IntRange(1, 64), default=None,

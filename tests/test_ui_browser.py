@@ -36,6 +36,18 @@ def _wait_answer(page, question: str) -> dict:
     return json.loads(page.text_content("#fw-trace pre.fw-trace-json"))
 
 
+def _upload(page, url: str, path: Path, content: str, outcome: str) -> None:
+    """Open the Knowledge tab, upload ``path`` (written with ``content``), press the build button
+    and wait for its ``ok`` or ``error`` message."""
+    page.goto(url)
+    page.click("button[role=tab]:has-text('Knowledge')")
+    path.write_text(content)
+    page.set_input_files("#fw-files input[type=file]", str(path))
+    page.wait_for_selector(f"#fw-files :text('{path.name}')")
+    page.click("#fw-build")
+    page.wait_for_selector(f"#fw-build-result .fw-{outcome}", timeout=ANSWER_TIMEOUT_MS)
+
+
 def _marks(page, where: str) -> list[dict]:
     return page.eval_on_selector_all(
         f"{where} mark.fw-fact",
@@ -89,14 +101,7 @@ def test_ask_a_demo_question_and_see_its_facts_highlighted(browser, ui_url, ui_r
 
 def test_upload_a_triple_file_then_find_and_use_its_fact(browser, ui_url, ui_runtime, tmp_path):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(ui_url)
-    page.click("button[role=tab]:has-text('Knowledge')")
-    facts_file = tmp_path / "lighthouses.tsv"
-    facts_file.write_text("Velmora Lighthouse\tdesigned by\tOsric Tandel\n")
-    page.set_input_files("#fw-files input[type=file]", str(facts_file))
-    page.wait_for_selector("#fw-files :text('lighthouses.tsv')")
-    page.click("#fw-build")
-    page.wait_for_selector("#fw-build-result .fw-ok", timeout=ANSWER_TIMEOUT_MS)
+    _upload(page, ui_url, tmp_path / "lighthouses.tsv", "Velmora Lighthouse\tdesigned by\tOsric Tandel\n", "ok")
     assert "1 triple(s) from 1 file(s)" in page.text_content("#fw-build-result")
     assert f"{ui_runtime.counts()['uploaded_facts']:,} uploaded" in page.text_content("#fw-status")
 
@@ -122,14 +127,8 @@ def test_upload_a_triple_file_then_find_and_use_its_fact(browser, ui_url, ui_run
 def test_a_bad_file_gets_a_clear_message_and_changes_nothing(browser, ui_url, ui_runtime, tmp_path):
     before = ui_runtime.counts()
     page = browser.new_page()
-    page.goto(ui_url)
-    page.click("button[role=tab]:has-text('Knowledge')")
-    bad = tmp_path / "broken.tsv"
-    bad.write_text("Velmora Lighthouse\theight\t60 m\nVelmora Lighthouse\tonly two fields\n")
-    page.set_input_files("#fw-files input[type=file]", str(bad))
-    page.wait_for_selector("#fw-files :text('broken.tsv')")
-    page.click("#fw-build")
-    page.wait_for_selector("#fw-build-result .fw-error", timeout=ANSWER_TIMEOUT_MS)
+    _upload(page, ui_url, tmp_path / "broken.tsv",
+            "Velmora Lighthouse\theight\t60 m\nVelmora Lighthouse\tonly two fields\n", "error")
     message = page.text_content("#fw-build-result").strip()
     assert message.startswith("Not added: broken.tsv:2: ") and "3 tab-separated fields" in message
     assert ui_runtime.counts() == before

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
+
+from agent.cli_options import agent_options
 
 
 def _auth(value: str | None) -> tuple[str, str] | None:
@@ -17,13 +18,7 @@ def _auth(value: str | None) -> tuple[str, str] | None:
 
 
 @click.command("ui")
-@click.option("--config", "config", type=click.Path(path_type=Path), default=None,
-              help="Settings file (TOML; default $FACTWEAVE_CONFIG, ./factweave.toml, "
-                   "~/.config/factweave/config.toml).")
-@click.option("--model", default=None, help="Model: a preset (see `factweave models`), a Hugging Face folder "
-                                            "or a Hub id.")
-@click.option("--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Knowledge web (default: the demo web, built on first use).")
+@agent_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback only by default).")
 @click.option("--port", type=click.IntRange(1, 65535), default=7860, show_default=True)
 @click.option("--share", is_flag=True, help="Also publish a temporary public gradio.live link (needs internet).")
@@ -33,7 +28,7 @@ def _auth(value: str | None) -> tuple[str, str] | None:
               help="Questions answered at once; more wait in the queue.")
 @click.option("--max-upload-mb", type=click.IntRange(1, 2048), default=20, show_default=True,
               help="Largest uploaded file.")
-def ui_command(config, model, web_dir, host, port, share, auth, concurrency, max_upload_mb) -> None:
+def ui_command(config, model, web_dir, tree, rerank, host, port, share, auth, concurrency, max_upload_mb) -> None:
     """Chat with the agent in the browser: answers stream with every constrained fact
     highlighted and traceable to its source; upload knowledge; choose tree mode, beams, model.
 
@@ -50,7 +45,7 @@ def ui_command(config, model, web_dir, host, port, share, auth, concurrency, max
     from .runtime import UIRuntime
 
     credentials = _auth(auth)
-    settings = load_settings(config, model=model, web=web_dir)
+    settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank)
     limit = max_upload_mb * 1024 * 1024
     print(f"Opening {settings.model} and the knowledge web (first use: model conversion and the demo web, a few "
           "minutes)...", file=sys.stderr)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
+from ..cli_options import MODEL_HELP
 from .methods import METHODS
 
-MODEL_HELP = "Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id."
 
 
 @click.group("eval")

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import FactweaveError, InputError
 from ..knowledge.facts import Fact
-from ..web.documents import Document
+from ..web.documents import Document, read_json
 
 DATASETS = ("kamel", "popqa", "musique")
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -88,12 +88,7 @@ def load_questions(dataset: str, data: str | Path | None = None, *, limit: int |
 
 
 def _json_list(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise InputError(path, error.lineno, f"invalid JSON: {error.msg}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, 1, "not UTF-8 text") from None
+    data = read_json(path)
     if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
         raise InputError(path, 1, "expected a list of objects")
     return data

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import FactweaveError, InputError
 from ..knowledge.rows import json_objects
@@ -73,13 +74,19 @@ def _document(title: object, text: object, where: str, path: Path, line: int) ->
     return Document(title=title.strip(), text=text, source=where)
 
 
-def _read_json(path: Path) -> Iterator[Document]:
+def read_json(path: Path) -> Any:
+    """A JSON file's value; invalid JSON or text that is not UTF-8 is an :class:`InputError`
+    naming the file and line."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise InputError(path, error.lineno, f"invalid JSON: {error.msg}") from None
     except UnicodeDecodeError:
         raise InputError(path, 1, "not UTF-8 text") from None
+
+
+def _read_json(path: Path) -> Iterator[Document]:
+    data = read_json(path)
     if isinstance(data, dict):
         for title, text in data.items():
             yield _document(title, text, f"{path.name}#{title}", path, 1)

@@ -1,0 +1,30 @@
+"""Command-line options every agent-facing command shares (``ask``, ``serve``, ``mcp``, ``ui``):
+one definition each, so their names, types and help read the same everywhere."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+MODEL_HELP = "Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id."
+
+config_option = click.option(
+    "--config", "config", type=click.Path(path_type=Path), default=None,
+    help="Settings file (TOML; default $FACTWEAVE_CONFIG, ./factweave.toml, ~/.config/factweave/config.toml).")
+model_option = click.option("--model", default=None, help=MODEL_HELP)
+web_option = click.option(
+    "--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Knowledge web to retrieve from (see `factweave web build`); default the demo web, built on first use.")
+tree_option = click.option(
+    "--tree", type=click.Choice(["kb", "question", "both"]), default=None,
+    help="Fact tree while generating: the KB (no retrieval), a per-question tree of the re-ranked facts, or "
+         "both (per-question first; the default).")
+rerank_option = click.option("--rerank/--no-rerank", default=None,
+                             help="Let the chat model pick the retrieved facts (default: on).")
+
+
+def agent_options(f):
+    """``--config``, ``--model``, ``--web``, ``--tree`` and ``--rerank``, in that order."""
+    for option in reversed((config_option, model_option, web_option, tree_option, rerank_option)):
+        f = option(f)
+    return f
