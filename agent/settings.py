@@ -35,7 +35,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from .errors import FactweaveError
 
 ENV_PREFIX = "FACTWEAVE_"
-# Chosen by measurement on the demo KB (README, "Model presets"): the best accuracy per second
+# Chosen by measurement on the demo KB (README, "Evaluation", decoding only): the best accuracy per second
 # of the three packaged models on a 2-core CPU.
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 _config_file: ContextVar[Path | None] = ContextVar("factweave_config_file", default=None)

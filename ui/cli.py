@@ -45,6 +45,9 @@ def ui_command(config, model, web_dir, tree, rerank, host, port, share, auth, co
     from .runtime import UIRuntime
 
     credentials = _auth(auth)
+    if host not in ("127.0.0.1", "localhost", "::1") and credentials is None:
+        print(f"Warning: listening on {host} without --auth: anyone who can reach this port can use the model "
+              "and add knowledge.", file=sys.stderr)
     settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank)
     limit = max_upload_mb * 1024 * 1024
     print(f"Opening {settings.model} and the knowledge web (first use: model conversion and the demo web, a few "
