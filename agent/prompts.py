@@ -82,3 +82,11 @@ class FewShotPrompt:
 def _as_question(text: str) -> str:
     text = text.strip()
     return text if text.lower().startswith("question:") else f"Question: {text}"
+
+
+def render_prompt(tokenizer, prompt: FewShotPrompt, question: str | Sequence[Mapping[str, str]]) -> str:
+    """The text a model is given for ``question``: ``prompt``'s messages through the tokenizer's
+    chat template (with the assistant's turn opened), or the plain text when it has none."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(prompt.messages(question), tokenize=False, add_generation_prompt=True)
+    return prompt.plain(question)

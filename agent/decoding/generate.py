@@ -16,7 +16,7 @@ from transformers.generation.streamers import BaseStreamer
 from ..errors import IndexMismatchError
 from ..index.tokens import tokenizer_fingerprint
 from ..models import tokenizer_lock
-from ..prompts import FewShotPrompt
+from ..prompts import FewShotPrompt, render_prompt
 from .processor import FactConstrainedLogitsProcessor
 from .spans import FactSpan, decode_tokens, locate_spans
 from .tracker import FactTracker
@@ -165,10 +165,7 @@ class FactGenerator:
 
     def render(self, question: Prompt) -> str:
         """The prompt text for ``question`` or a conversation (chat template when the tokenizer has one)."""
-        if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(self.prompt.messages(question), tokenize=False,
-                                                      add_generation_prompt=True)
-        return self.prompt.plain(question)
+        return render_prompt(self.tokenizer, self.prompt, question)
 
     def answer(self, question: Prompt, **kwargs: Any) -> Answer:
         return self.answer_batch([question], **kwargs)[0]

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..cli_options import MODEL_HELP
-from .methods import METHODS
+from .methods import METHODS, default_methods
 
 
 
@@ -30,8 +30,8 @@ def _eval_options(f):
         click.option("--limit", type=click.IntRange(1), default=20, show_default=True,
                      help="Questions: the first N (KAMEL: round-robin over relations)."),
         click.option("--method", "methods", multiple=True, type=click.Choice(list(METHODS)),
-                     default=tuple(METHODS), show_default=True,
-                     help="Methods to compare (repeat the option): " + "; ".join(f"{k}: {v}" for k, v in METHODS.items())),
+                     help="Methods to compare (repeat the option; default: every one that applies to the "
+                          "dataset): " + "; ".join(f"{k}: {v}" for k, v in METHODS.items())),
         click.option("--config", "config", type=click.Path(path_type=Path), default=None,
                      help="Settings file (TOML) for the model, the agent and the web backends."),
         click.option("--model", default=None, help=MODEL_HELP),
@@ -74,6 +74,7 @@ def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, mode
     settings = load_settings(config, model=model, beams=beams, max_tokens=max_tokens, device=device, dtype=dtype,
                              k=k, max_rounds=max_rounds)
     path = data_path(dataset, data)
+    methods = tuple(methods) or default_methods(dataset)
     total = len(load_questions(dataset, path, limit=limit, split=split)) * len(set(methods))  # checks the data first
     with tqdm(total=total, desc=f"{dataset}: answering", unit=" q", file=sys.stderr) as bar:
         report = run_evaluation(dataset, settings=settings, data=path, methods=methods, limit=limit, split=split,

@@ -77,7 +77,8 @@ def load_questions(dataset: str, data: str | Path | None = None, *, limit: int |
     if dataset == "kamel":
         from ..knowledge.kamel import kamel_questions
 
-        return [EvalQuestion(q.id, q.text, q.answers, {"relation": q.relation, "subject": q.subject})
+        return [EvalQuestion(q.id, q.text, q.answers, {"relation": q.relation, "subject": q.subject,
+                                                      "objects": [list(names) for names in q.objects]})
                 for q in kamel_questions(path, split=split, limit=limit)]
     reader = popqa_questions if dataset == "popqa" else musique_questions
     questions = reader(path)

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FactweaveError
 from .datasets import data_path, load_questions
 from .judge import AnswerJudge
-from .methods import METHODS, AgentMethod, LLMOnlyMethod, ReFactXMethod, WebRAGMethod, web_rag_generator
+from .methods import (KAMEL_ONLY, METHODS, AgentMethod, LLMOnlyMethod, MajorityMethod, RCDMethod, ReFactXMethod,
+                      VanillaSetMethod, WebRAGMethod, default_methods, web_rag_generator)
 from .report import EvalReport
 from .run import evaluate_methods
 
@@ -51,16 +52,32 @@ def judge_client(loaded: LoadedModel, *, base_url: str | None = None, model: str
 
 
 def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
-                 knowledge: EvalKnowledge | None) -> list[Any]:
-    """The methods ``names`` (in :data:`METHODS` order) on ``loaded``, over ``knowledge``."""
+                 knowledge: EvalKnowledge | None, *, kamel_root: Path | None = None,
+                 split: str = "dev") -> list[Any]:
+    """The methods ``names`` (in :data:`METHODS` order) on ``loaded``, over ``knowledge``; the
+    KAMEL-only methods take their candidates from ``kamel_root`` (every split) and the majority
+    from a split other than ``split``."""
     from ..decoding import FactGenerator
 
     unknown = [n for n in names if n not in METHODS]
     if unknown:
         raise FactweaveError(f"unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    if kamel_root is None and KAMEL_ONLY & set(names):
+        raise FactweaveError(f"{sorted(KAMEL_ONLY & set(names))[0]} answers from a KAMEL relation's objects: "
+                             "use it with `factweave eval kamel`")
     kb = knowledge.kb if knowledge is not None else None
     generator = FactGenerator(loaded.model, loaded.tokenizer, kb, beams=settings.beams,
                               max_new_tokens=settings.max_tokens)
+    set_generator = None
+    if {"rcd", "rcd-static", "vd"} & set(names):
+        from ..decoding.rcd import AnswerSetGenerator
+
+        set_generator = AnswerSetGenerator(loaded.model, loaded.tokenizer, beams=settings.beams)
+    candidates: dict[str, list[str]] = {}
+    if {"rcd", "rcd-static"} & set(names):
+        from ..knowledge.kamel import relation_objects
+
+        candidates = relation_objects(kamel_root)
     methods: list[Any] = []
     for name in (n for n in METHODS if n in names):
         if name == "llm-only":
@@ -69,8 +86,16 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
             methods.append(ReFactXMethod(generator))
         elif name == "web-rag":
             methods.append(WebRAGMethod(web_rag_generator(generator), knowledge.web, k=settings.k))
-        else:
+        elif name == "agent":
             methods.append(AgentMethod(_agent(generator, knowledge, settings, loaded)))
+        elif name in ("rcd", "rcd-static"):
+            methods.append(RCDMethod(set_generator, candidates, static=name == "rcd-static"))
+        elif name == "vd":
+            methods.append(VanillaSetMethod(set_generator))
+        else:
+            from ..knowledge.kamel import majority_objects
+
+            methods.append(MajorityMethod(majority_objects(kamel_root, "dev" if split == "train" else "train")))
     return methods
 
 
@@ -86,7 +111,7 @@ def _agent(generator: Any, knowledge: EvalKnowledge, settings: Settings, loaded:
 
 
 def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None = None,
-                   methods: Sequence[str] = tuple(METHODS), limit: int | None = 20, split: str = "dev",
+                   methods: Sequence[str] | None = None, limit: int | None = 20, split: str = "dev",
                    batch_size: int = 4, judge: bool = True, judge_base_url: str | None = None,
                    judge_model: str | None = None, seed: int = 0, progress: bool = True,
                    loaded: LoadedModel | None = None,
@@ -97,6 +122,10 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
     import torch
 
     started = time.perf_counter()
+    methods = tuple(methods) if methods else default_methods(dataset)
+    if dataset != "kamel" and KAMEL_ONLY & set(methods):
+        raise FactweaveError(f"{sorted(KAMEL_ONLY & set(methods))[0]} answers from a KAMEL relation's objects: "
+                             "use it with `factweave eval kamel`")
     path = data_path(dataset, data)
     questions = load_questions(dataset, path, limit=limit, split=split)
     if not questions:
@@ -115,7 +144,8 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
         knowledge = open_knowledge(dataset, path, settings, loaded.tokenizer, split=split,
                                    model_name=settings.model, progress=progress)
     try:
-        built = open_methods(methods, loaded, settings, knowledge)
+        built = open_methods(methods, loaded, settings, knowledge, kamel_root=path if dataset == "kamel" else None,
+                             split=split)
         client = judge_client(loaded, base_url=judge_base_url, model=judge_model) if judge else None
         ready = time.perf_counter()
         results = evaluate_methods(built, questions, judge=AnswerJudge(client) if client else None,

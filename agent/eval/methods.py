@@ -6,6 +6,9 @@
 | ``refactx`` | the KB fact tree, no retrieval | every ``Fact:`` line constrained to the KB |
 | ``web-rag`` | the top ``k`` web facts in the prompt (``prompts/web-rag/``) | free; the ``Answer:`` line is parsed |
 | ``agent`` | web retrieval, re-ranking, sub-queries, then the KB | constrained: per-question tree, then the KB |
+| ``rcd`` / ``rcd-static`` | KAMEL: the relation's objects (or every relation's) as candidates | a trie of candidates, ``;`` between answers |
+| ``vd`` | none (the RCD prompt) | free, split at ``;`` |
+| ``majority`` | the relation's most frequent object on other rows | no model |
 
 Each method answers a batch of questions (``answer_batch``) and says, per question, the
 prediction, whether generation finished (not truncated), the facts it stated or was given, and
@@ -29,6 +32,7 @@ from .datasets import EvalQuestion
 if TYPE_CHECKING:
     from ..agent import FactAgent
     from ..decoding import FactGenerator
+    from ..decoding.rcd import AnswerSetGenerator
     from ..web.web import KnowledgeWeb
 
 WEB_RAG_PROMPT = "web-rag"
@@ -171,10 +175,95 @@ class AgentMethod:
                             trace["tokens"]["generated"], trace["tokens"]["prompt"], extra)
 
 
+class _SetAnswers:
+    """Shared by the set-answer methods: answers joined by ``; `` as the prediction, the set in
+    ``extra["answers"]`` (scored by :func:`agent.eval.metrics.set_score`)."""
+
+    @staticmethod
+    def _answers(results: Sequence[Any]) -> list[MethodAnswer]:
+        return [MethodAnswer("; ".join(r.answers), r.finished, r.text, [], r.tokens, r.prompt_tokens,
+                             {"answers": r.answers}) for r in results]
+
+
+class RCDMethod(_SetAnswers):
+    """Retrieval-constrained decoding: the answers are written from a trie of the question's
+    candidates, every object of its relation in the KB (``static``: one trie over the objects
+    of every relation, the paper's ablation)."""
+
+    batched = True
+
+    def __init__(self, generator: AnswerSetGenerator, candidates: dict[str, list[str]], *,
+                 static: bool = False) -> None:
+        from ..decoding.rcd import AnswerTrie
+
+        self.generator, self.candidates, self.static = generator, candidates, static
+        self.name = "rcd-static" if static else "rcd"
+        self._build = lambda names: AnswerTrie.build(names, generator.tokenizer)
+        self._tries: dict[str, Any] = {}
+
+    def trie(self, relation: str) -> Any:
+        key = "*" if self.static else relation
+        if key not in self._tries:
+            if self.static:
+                names = [n for objs in self.candidates.values() for n in objs]
+            elif relation in self.candidates:
+                names = self.candidates[relation]
+            else:
+                raise ValueError(f"no candidate answers for relation {relation}")
+            self._tries[key] = self._build(names)
+        return self._tries[key]
+
+    def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
+        tries = [self.trie(q.meta["relation"]) for q in questions]
+        return self._answers(self.generator.answer_batch([q.text for q in questions], tries))
+
+
+class VanillaSetMethod(_SetAnswers):
+    """Vanilla decoding (VD): the RCD prompt, the answer line written freely and split at ``;``."""
+
+    name = "vd"
+    batched = True
+
+    def __init__(self, generator: AnswerSetGenerator) -> None:
+        self.generator = generator
+
+    def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
+        return self._answers(self.generator.answer_batch([q.text for q in questions], None))
+
+
+class MajorityMethod:
+    """The majority baseline: each question gets its relation's most frequent object, counted
+    on rows the questions do not come from. No model."""
+
+    name = "majority"
+    batched = True
+
+    def __init__(self, majority: dict[str, str]) -> None:
+        self.majority = majority
+
+    def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
+        out = []
+        for q in questions:
+            guess = self.majority.get(q.meta["relation"], "")
+            out.append(MethodAnswer(guess, True, guess, [], 0, 0, {"answers": [guess] if guess else []}))
+        return out
+
+
 # The methods ``factweave eval --method`` offers, in the order they are run and reported.
 METHODS: dict[str, str] = {
     "llm-only": "same model and prompt, no facts, no constraint",
     "refactx": "constrained to the KB fact tree, no retrieval",
     "web-rag": "top-k web facts in the prompt, no constraint",
     "agent": "retrieve, re-rank, sub-queries; constrained to the per-question tree, then the KB",
+    "rcd": "KAMEL only: answers from a trie of the relation's objects, several split by ';'",
+    "rcd-static": "KAMEL only: the same from one trie over every relation's objects",
+    "vd": "KAMEL only: the RCD prompt without the constraint",
+    "majority": "KAMEL only: the relation's most frequent object (no model)",
 }
+# Methods that need KAMEL's relations (their candidates are a relation's objects).
+KAMEL_ONLY = frozenset({"rcd", "rcd-static", "vd", "majority"})
+
+
+def default_methods(dataset: str) -> tuple[str, ...]:
+    """Every method that applies to ``dataset``, in :data:`METHODS` order."""
+    return tuple(m for m in METHODS if dataset == "kamel" or m not in KAMEL_ONLY)

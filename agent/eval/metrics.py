@@ -21,7 +21,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 _ARTICLES = frozenset({"a", "an", "the"})
 # Punctuation by Unicode category, except "#", which names things ("C#" is not "C").
@@ -189,3 +189,55 @@ def score(records: Iterable[Record | tuple]) -> Score:
         judge += judged is True
     return Score(total=total, answered=answered, exact_correct=exact, approximate_correct=approximate,
                  judge_correct=judge if judged_any else None)
+
+
+# --- set answers (retrieval-constrained decoding) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class SetScore:
+    """Precision, recall and F1 of one predicted answer set against the gold objects."""
+
+    precision: float
+    recall: float
+    f1: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"precision": round(self.precision, 4), "recall": round(self.recall, 4), "f1": round(self.f1, 4)}
+
+
+def set_score(predicted: Iterable[str], gold_objects: Sequence[Sequence[str]]) -> SetScore:
+    """Compare answers with gold objects (each: its names, label and aliases), after
+    :func:`normalize_answer`.
+
+    Precision: the share of distinct predicted answers that name some gold object; recall: the
+    share of gold objects named by some prediction. Abstentions are dropped from the
+    prediction, and an empty prediction scores 0 / 0 / 0 (saying nothing finds nothing). Two
+    predictions naming the same object count once for recall and each for precision.
+    """
+    answers = list(dict.fromkeys(a for a in (normalize_answer(p) for p in predicted)
+                                 if a and not is_abstention(a)))
+    golds = [{normalize_answer(n) for n in names if normalize_answer(n)} for names in gold_objects]
+    golds = [g for g in golds if g]
+    if not answers or not golds:
+        return SetScore(0.0, 0.0, 0.0)
+    correct = sum(1 for a in answers if any(a in g for g in golds))
+    found = sum(1 for g in golds if any(a in g for a in answers))
+    precision, recall = correct / len(answers), found / len(golds)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return SetScore(precision, recall, f1)
+
+
+def macro_set_scores(rows: Iterable[tuple[str, SetScore]]) -> dict[str, Any]:
+    """Macro average over groups (relations): the mean of each group's mean precision, recall and
+    F1 (the RCD paper's KAMEL metric). ``rows``: ``(group, score)`` per question."""
+    groups: dict[str, list[SetScore]] = {}
+    for group, s in rows:
+        groups.setdefault(group, []).append(s)
+    if not groups:
+        return {"precision": 0.0, "recall": 0.0, "f1": 0.0, "groups": 0}
+    means = [(sum(s.precision for s in g) / len(g), sum(s.recall for s in g) / len(g), sum(s.f1 for s in g) / len(g))
+             for g in groups.values()]
+    n = len(means)
+    return {"precision": round(sum(m[0] for m in means) / n, 4), "recall": round(sum(m[1] for m in means) / n, 4),
+            "f1": round(sum(m[2] for m in means) / n, 4), "groups": n}

@@ -89,6 +89,12 @@ class EvalReport:
         lines = [f"### {self.title()}", "",
                  "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
         lines += ["| " + " | ".join(row) + " |" for row in table_rows(self.results)]
+        sets = [(r.method, r.set_scores) for r in self.results if r.set_scores is not None]
+        if sets:
+            lines += ["", "Set answers, macro-averaged over relations (the RCD paper's metric):", "",
+                      "| method | macro P | macro R | macro F1 | relations |", "|---|---|---|---|---|"]
+            lines += [f"| {m} | {percent(s['precision'])} | {percent(s['recall'])} | {percent(s['f1'])} | {s['groups']} |"
+                      for m, s in sets]
         judge = self.settings.get("judge") or {}
         lines += ["", "Accuracy over all questions, precision over the answered ones (abstentions and truncated "
                   "answers excluded); EM: normalized exact match; approx: whole-word containment either way; "

@@ -23,7 +23,8 @@ from typing import Any
 from .datasets import EvalQuestion
 from .judge import AnswerJudge
 from .methods import EvalMethod
-from .metrics import Record, Score, approximate_match, counts_as_answered, exact_match, score
+from .metrics import (Record, Score, SetScore, approximate_match, counts_as_answered, exact_match, macro_set_scores,
+                      score, set_score)
 
 
 @dataclass
@@ -59,9 +60,20 @@ class MethodResult:
             return None
         return sum(bool(r["judge"]["correct"]) == r["approximate"] for r in judged) / len(judged)
 
+    @property
+    def set_scores(self) -> dict[str, Any] | None:
+        """Set answers only (RCD, VD, majority): precision, recall and F1 macro-averaged over
+        relations (``groups``: how many), as in the RCD paper; None for other methods."""
+        scored = [r for r in self.rows if "set" in r]
+        if not scored:
+            return None
+        return macro_set_scores((r.get("relation", ""), SetScore(**r["set"])) for r in scored)
+
     def summary(self) -> dict[str, Any]:
         """Score, time and tokens, without the rows (for reports)."""
         out: dict[str, Any] = dict(self.score.as_dict())
+        if self.set_scores is not None:
+            out["set_macro"] = self.set_scores
         # The median resists a batch slowed by something else on the machine; the mean is the cost.
         median = statistics.median(r["seconds"] for r in self.rows) if self.rows else 0.0
         out.update(seconds=round(self.seconds, 2), seconds_per_question=round(self.seconds_per_question, 3),
@@ -105,6 +117,9 @@ def evaluate_methods(methods: Sequence[EvalMethod], questions: Sequence[EvalQues
                        "exact": answered and exact_match(answer.prediction, question.answers),
                        "approximate": answered and approximate_match(answer.prediction, question.answers),
                        "seconds": round(elapsed / len(batch), 3)}
+                if "answers" in answer.extra and question.meta.get("objects"):
+                    row["relation"] = question.meta.get("relation", "")
+                    row["set"] = set_score(answer.extra["answers"], question.meta["objects"]).as_dict()
                 verdict = None
                 if judge is not None and answered:
                     t = time.perf_counter()

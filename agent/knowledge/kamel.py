@@ -16,6 +16,7 @@ entries that are not ``P<digits>`` folders (``config.json``) are not relations.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -40,6 +41,8 @@ class Question:
     answers: tuple[str, ...]
     subject: str
     relation: str
+    # One tuple per gold object: its label first, then its aliases (for set answers).
+    objects: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -218,8 +221,32 @@ def kamel_questions(
                     answers=answers,
                     subject=row.subject,
                     relation=relation,
+                    objects=row.objects,
                 )
             )
         per_relation.append(questions)
     interleaved = [q for layer in zip_longest(*per_relation) for q in layer if q is not None]
     return interleaved if limit is None else interleaved[:limit]
+
+
+def relation_objects(root: str | Path, splits: Iterable[str] = DEFAULT_SPLITS,
+                     relations: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Every object label of each relation in ``splits``, most frequent first (ties: first seen):
+    the candidate answers of retrieval-constrained decoding."""
+    root = Path(root)
+    splits = (splits,) if isinstance(splits, str) else tuple(splits)
+    out: dict[str, list[str]] = {}
+    for relation in relation_ids(root, relations):
+        counts: Counter[str] = Counter()
+        for split in splits:
+            for row in _rows(_split_file(root, relation, split)):
+                counts.update(names[0] for names in row.objects)
+        out[relation] = [label for label, _ in counts.most_common()]
+    return out
+
+
+def majority_objects(root: str | Path, split: str = "train",
+                     relations: Iterable[str] | None = None) -> dict[str, str]:
+    """The most frequent object label of each relation in ``split`` (the majority baseline; use a
+    split the questions do not come from)."""
+    return {relation: labels[0] for relation, labels in relation_objects(root, (split,), relations).items() if labels}
