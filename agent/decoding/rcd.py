@@ -230,5 +230,6 @@ class AnswerSetGenerator:
             text = decode_tokens(self.tokenizer, row)
             finished = "\n" in text or (len(row) < (max_new_tokens or self.max_new_tokens))
             results.append(AnswerSet(question, parse_answer_set(text), text.strip(), finished, len(row),
-                                     int(inputs["attention_mask"][i].sum()), {"seconds": round(seconds / len(questions), 3)}))
+                                     int(inputs["attention_mask"][i].sum()),
+                                     {"seconds": round(seconds / len(questions), 3)}))
         return results
