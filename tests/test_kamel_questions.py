@@ -20,6 +20,7 @@ def test_dev_questions_fill_the_template_with_the_subject():
         answers=("New York",),
         subject="Laurie Graff",
         relation="P19",
+        objects=(("New York",),),  # one gold object: its label, then its aliases
     )
     assert len(questions) == 6
 
