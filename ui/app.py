@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+from html import escape as gr_escape
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ import gradio as gr
 from agent.agent.trace import describe_step
 from agent.errors import FactweaveError
 
-from .render import chat_message, trace_html
+from .render import chat_message, search_html, trace_html
 from .runtime import AskOptions, UIRuntime, check_question
 from .uploads import ACCEPTED
 
@@ -144,19 +145,10 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                 f'{report["seconds"]:.1f} s.</p>', _status(runtime))
 
     def search(query: str, k: int) -> str:
-        from .render import provenance_line
-
         query = " ".join((query or "").split())
         if not query:
             raise gr.Error("type something to search for", print_exception=False)
-        hits = runtime.web.search(query, int(k)).hits
-        if not hits:
-            return '<p class="fw-dim">No fact found.</p>'
-        rows = "".join(
-            f'<tr><td>{h.score:.3f}</td><td class="fw-fact-text">{gr_escape(h.text)}</td>'
-            f'<td class="fw-source">{gr_escape(provenance_line({"provenance": {"kind": h.kind, **h.provenance}}))}</td></tr>'
-            for h in hits)
-        return f'<table class="fw-table fw-search"><thead><tr><th>score</th><th>fact</th><th>source</th></tr></thead><tbody>{rows}</tbody></table>'
+        return search_html(runtime.web.search(query, int(k)).hits)
 
     def switch_model(name: str, progress: gr.Progress = gr.Progress()) -> str:
         try:
@@ -233,12 +225,6 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
 def _default_tree(runtime: UIRuntime) -> str:
     tree = runtime.settings.tree
     return tree if tree in ("both", "question", "kb") else "both"
-
-
-def gr_escape(text: str) -> str:
-    from html import escape
-
-    return escape(text, quote=True)
 
 
 def launch(app: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,

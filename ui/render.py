@@ -200,3 +200,15 @@ def trace_html(trace: dict[str, Any] | None, *, anchor: str = "") -> str:
             f'<h4>Timings</h4>{timings_table(trace)}'
             f'<details class="fw-raw"><summary>raw trace (JSON)</summary><pre class="fw-trace-json">{raw}</pre></details>'
             f"</div>")
+
+
+def search_html(hits: Sequence[Any]) -> str:
+    """The knowledge tab's search results: score, fact and source of each web hit, best first."""
+    if not hits:
+        return '<p class="fw-dim">No fact found.</p>'
+    rows = "".join(
+        f'<tr><td>{h.score:.3f}</td><td class="fw-fact-text">{_e(h.text)}</td>'
+        f'<td class="fw-source">{_e(provenance_line({"provenance": {"kind": h.kind, **h.provenance}}))}</td></tr>'
+        for h in hits)
+    return ('<table class="fw-table fw-search"><thead><tr><th>score</th><th>fact</th><th>source</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
