@@ -98,12 +98,16 @@ def index_group() -> None:
 @click.option("--model", default=None, help=MODEL_HELP + " Its tokenizer is used.")
 @click.option("--inverse/--no-inverse", default=False, help="Also index <object> <inverse predicate> <subject> facts.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Index file to write (default: the cache).")
-def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | None) -> None:
+@click.option("--disk", is_flag=True, help="Write the memory-mapped disk format (for millions of facts; opens at once).")
+@click.option("--memory-mb", type=click.IntRange(16, 1 << 20), default=1024, show_default=True,
+              help="With --disk: memory for sorting; beyond it, sorted runs go to disk next to --out.")
+def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | None, disk: bool, memory_mb: int) -> None:
     """Build the fact index of a knowledge source for a model's tokenizer.
 
     \b
     Example:
       factweave index build --kb facts.tsv --model smollm2-135m --out facts.fwi
+      factweave index build --kb big.tsv.gz --disk --memory-mb 2048 --out big.fwd
     """
     from .index.files import build_index_file, default_index_path
     from .index.tokens import tokenizer_fingerprint
@@ -115,7 +119,9 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
     kb = kb or demo_kamel_root()
     tokenizer = load_tokenizer(model)
     out = out or default_index_path(kb, tokenizer_fingerprint(tokenizer), inverse, default_cache_dir())
-    _, report = build_index_file(kb, tokenizer, out, inverse=inverse, model_name=model)
+    if disk and out.suffix == ".fwi":
+        out = out.with_suffix(".fwd")
+    _, report = build_index_file(kb, tokenizer, out, inverse=inverse, model_name=model, disk=disk, memory_mb=memory_mb)
     click.echo(f"{report.facts:,} facts, {report.nodes:,} nodes, {report.bytes / 1e6:.1f} MB, "
                f"{report.seconds:.1f} s -> {report.path}")
 
@@ -129,11 +135,67 @@ def index_info(path: Path) -> None:
     Example:
       factweave index info facts.fwi
     """
+    from .index.disk import is_disk_index, read_disk_header
     from .index.storage import read_header
 
-    header, _ = read_header(path)
-    header.pop("arrays", None)
+    if is_disk_index(path):
+        header = read_disk_header(path)
+        header["bytes_per_fact"] = round(header["file_bytes"] / max(1, header["fact_count"]), 2)
+        header["sections"] = {k: v["bytes"] for k, v in header["sections"].items()}
+    else:
+        header, _ = read_header(path)
+        header.pop("arrays", None)
     click.echo(json.dumps(header, indent=2, ensure_ascii=False))
+
+
+@index_group.command("verify")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+def index_verify(path: Path) -> None:
+    """Check every checksum of an index file (reads it all once); exit 1 with one line if corrupt.
+
+    \b
+    Example:
+      factweave index verify big.fwd
+    """
+    from .index.storage import load_index
+
+    start = time.perf_counter()
+    index = load_index(path, verify="full")
+    click.echo(f"{path}: ok, {len(index):,} facts, checked in {time.perf_counter() - start:.1f} s")
+
+
+@cli.group("kb")
+def kb_group() -> None:
+    """Knowledge bases: generate synthetic ones for tests and benchmarks."""
+
+
+@kb_group.command("synthetic")
+@click.option("--facts", "count", type=click.IntRange(1), required=True, help="How many facts to write.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Same seed, same facts.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="A .tsv or .jsonl file (.gz appended: compressed).")
+def kb_synthetic(count: int, seed: int, out: Path) -> None:
+    """Write a Wikidata-shaped synthetic knowledge base (names, dates, quantities, Zipf fan-out).
+
+    \b
+    Example:
+      factweave kb synthetic --facts 1000000 --seed 7 --out kb-1m.tsv
+    """
+    import gzip
+
+    from .knowledge.synthetic import synthetic_facts
+
+    suffixes = out.suffixes
+    opener = gzip.open if suffixes and suffixes[-1] == ".gz" else open
+    as_json = ".jsonl" in suffixes
+    start = time.perf_counter()
+    with opener(out, "wt", encoding="utf-8") as f:
+        for fact in synthetic_facts(count, seed, with_source=False):
+            if as_json:
+                f.write(json.dumps({"subject": fact.subject, "predicate": fact.predicate, "object": fact.object},
+                                   ensure_ascii=False) + "\n")
+            else:
+                f.write(f"{fact.subject}\t{fact.predicate}\t{fact.object}\n")
+    click.echo(f"{count:,} facts (seed {seed}) in {time.perf_counter() - start:.1f} s -> {out}")
 
 
 def _generation_options(f):
