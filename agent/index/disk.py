@@ -65,6 +65,8 @@ _ALIGN = 64
 _EAGER_VERIFY = 4 << 20
 _SECTIONS = ("lcp", "first", "rest_len", "rest", "block_offsets", "lcp_min64", "lcp_min4096",
              "long_rows", "long_lens", "rank_tokens")
+_EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY.flags.writeable = False
 _TRIPLE = re.compile(r"<([^<>]*)> <([^<>]*)> <([^<>]*)> \.")
 
 
@@ -329,6 +331,8 @@ class DiskFactIndex:
         self._full4096 = (self._n // SUPER) * SUPER
         self._rows: dict[int, tuple[int, list[int]]] = {}
         self._branches: dict[tuple[int, int], tuple[int, np.ndarray]] = {}
+        self._big: dict[int, dict] = {}
+        self._ones: dict[int, np.ndarray] = {}
         self._expanded: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.facts = DiskFacts(self)
 
@@ -432,10 +436,28 @@ class DiskFactIndex:
     def _min_positions(self, a: int, hi: int) -> tuple[int, np.ndarray]:
         """``b = min(lcp[a:hi])`` and the positions in ``[a, hi)`` where ``lcp == b``."""
         lcp = self._lcp
-        if hi - a <= 4 * BLOCK:
+        if hi - a <= 2 * SUPER:  # a contiguous byte scan beats block bookkeeping up to here
             seg = lcp[a:hi]
             b = int(seg.min())
             return b, a + np.flatnonzero(seg == b)
+        if hi - a <= 64 * SUPER:
+            # Head and tail scanned, whole 64-blocks in between through their minima: only
+            # blocks holding the minimum are read (one per child, roughly). Already in order.
+            b1, b2 = -(-a // BLOCK), hi // BLOCK
+            head, mids, tail = lcp[a : b1 * BLOCK], self._min64[b1:b2], lcp[b2 * BLOCK : hi]
+            b = int(mids.min())
+            if len(head):
+                b = min(b, int(head.min()))
+            if len(tail):
+                b = min(b, int(tail.min()))
+            cand = b1 + np.flatnonzero(mids == b)
+            r, c = np.nonzero(lcp[: self._full64].reshape(-1, BLOCK)[cand] == b)
+            parts = [cand[r] * BLOCK + c]
+            if len(head):
+                parts.insert(0, a + np.flatnonzero(head == b))
+            if len(tail):
+                parts.append(b2 * BLOCK + np.flatnonzero(tail == b))
+            return b, np.concatenate(parts) if len(parts) > 1 else parts[0]
         # Split into a head and tail scanned directly and whole 64-blocks in between, which are
         # themselves split into 64-blocks and whole 4096-superblocks.
         b1, b2 = -(-a // BLOCK), hi // BLOCK  # whole blocks [b1, b2)
@@ -468,18 +490,16 @@ class DiskFactIndex:
     def _branch(self, lo: int, hi: int) -> tuple[int, np.ndarray]:
         # One answer per fact range, shared by every depth of its unary stretch.
         key = (lo, hi)
-        hit = self._branches.get(key)
+        hit = self._branches.get(key) or self._big.get(id(self._branches), {}).get(key)
         if hit is None:
             hit = self._min_positions(lo + 1, hi)
-            if len(self._branches) > 4096:
-                self._branches.clear()
-            self._branches[key] = hit
+            self._remember(self._branches, key, hit, hi - lo)
         return hit
 
     def _expand(self, lo: int, hi: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Children of node ``(lo, hi, d)``: sorted tokens and each child's fact range."""
         key = (lo, hi, d)
-        hit = self._expanded.get(key)
+        hit = self._expanded.get(key) or self._big.get(id(self._expanded), {}).get(key)
         if hit is not None:
             return hit
         if hi - lo <= 0:
@@ -500,10 +520,22 @@ class DiskFactIndex:
                     tokens = np.concatenate([[toks[d - s]], tokens])
                 ends = np.concatenate([starts[1:], [hi]])
                 out = (tokens, starts, ends)
-        if len(self._expanded) > 4096:
-            self._expanded.clear()
-        self._expanded[key] = out
+        self._remember(self._expanded, key, out, hi - lo)
         return out
+
+    def _remember(self, cache: dict, key: Any, value: Any, size: int) -> None:
+        # Ranges of many facts (the top of the tree: every walk passes there, and they cost the
+        # most to expand) are kept in a second map with a larger bound; the rest is a small
+        # cache emptied when full, so memory stays bounded whatever the index size.
+        if size > SUPER:
+            big = self._big.setdefault(id(cache), {})
+            if len(big) > 65536:
+                big.clear()
+            big[key] = value
+        else:
+            if len(cache) > 8192:
+                cache.clear()
+            cache[key] = value
 
     # ---- the cursor API (same as FactIndex) ---------------------------------------------------
     def root(self, used: tuple[int, ...] = ()) -> FactCursor:
@@ -521,9 +553,37 @@ class DiskFactIndex:
         n = hi - lo
         return n - int(self._spent(used, lo, hi)) if used else n
 
+    def _single(self, lo: int, hi: int, d: int) -> int:
+        """The only next token at ``(lo, hi, d)`` inside a unary stretch (most steps: no arrays
+        built, nothing cached); -1 at a branch point; -2 where the only fact ends."""
+        if hi <= lo:
+            return -2
+        s, toks = self._row(lo)
+        if s + len(toks) == d:
+            return -2 if hi - lo == 1 else -1
+        if hi - lo == 1 or d < self._branch(lo, hi)[0]:
+            return toks[d - s]
+        return -1
+
+    def _one(self, token: int) -> np.ndarray:
+        arr = self._ones.get(token)
+        if arr is None:
+            arr = np.array([token], dtype=np.int64)
+            arr.flags.writeable = False
+            self._ones[token] = arr
+        return arr
+
     def next_tokens(self, cursor: FactCursor) -> np.ndarray:
         """Token ids that continue at least one fact not generated yet (sorted)."""
-        tokens, starts, ends = self._expand(*self._unpack(cursor.node))
+        lo, hi, d = self._unpack(cursor.node)
+        t = self._single(lo, hi, d)
+        if t >= 0:
+            if cursor.used and self.remaining(cursor.node, cursor.used) == 0:
+                return _EMPTY
+            return self._one(t)
+        if t == -2:
+            return _EMPTY
+        tokens, starts, ends = self._expand(lo, hi, d)
         if not cursor.used or len(tokens) == 0:
             return tokens
         return tokens[(ends - starts) - self._spent(cursor.used, starts, ends) > 0]
@@ -536,6 +596,11 @@ class DiskFactIndex:
     def child(self, node: int, token: int) -> int:
         """The child of ``node`` along ``token``, or -1."""
         lo, hi, d = self._unpack(node)
+        t = self._single(lo, hi, d)
+        if t >= 0:
+            return self._pack(lo, hi, d + 1) if t == token else -1
+        if t == -2:
+            return -1
         tokens, starts, ends = self._expand(lo, hi, d)
         j = int(np.searchsorted(tokens, token))
         if j < len(tokens) and tokens[j] == token:
