@@ -127,10 +127,18 @@ def load_tok(model: str):
 def worker_build(a: dict[str, Any]) -> dict[str, Any]:
     tok = load_tok(a["model"])
     base = peak_rss_mb()
+    cpu0 = cpu_seconds()
     start = time.perf_counter()
     stats = BACKENDS[a["backend"]].build(Path(a["kb"]), tok, Path(a["out"]), a["memory_mb"])
     seconds = time.perf_counter() - start
-    return {**stats, "seconds": seconds, "peak_rss_mb": peak_rss_mb(), "rss_before_build_mb": base}
+    return {**stats, "seconds": seconds, "cpu_s": cpu_seconds() - cpu0, "peak_rss_mb": peak_rss_mb(),
+            "rss_before_build_mb": base, "loadavg_1m": os.getloadavg()[0]}
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process, all threads (the tokenizer's included)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _evict(path: Path) -> None:
@@ -195,6 +203,7 @@ def worker_peer(a: dict[str, Any]) -> dict[str, Any]:
 
     tok = load_tok(a["model"])
     base = peak_rss_mb()
+    cpu0 = cpu_seconds()
     start = time.perf_counter()
     index = DictIndex()
     index.set_tokenizer(tok)
@@ -208,6 +217,7 @@ def worker_peer(a: dict[str, Any]) -> dict[str, Any]:
     if batch:
         index.batch_append(tok(batch, add_special_tokens=False)["input_ids"])
     build_s = time.perf_counter() - start
+    build_cpu = cpu_seconds() - cpu0
     build_rss = peak_rss_mb()
     seqs = tok([" " + t for t in a["texts"]], add_special_tokens=False)["input_ids"]
     from time import perf_counter_ns
@@ -221,7 +231,7 @@ def worker_peer(a: dict[str, Any]) -> dict[str, Any]:
     from importlib.metadata import PathDistribution
 
     version = next((PathDistribution(p).version for p in Path(PEER_SITE).glob("refactx-*.dist-info")), "?")
-    return {"version": version, "facts": len(index), "seconds": build_s,
+    return {"version": version, "facts": len(index), "seconds": build_s, "cpu_s": build_cpu,
             "peak_rss_mb": build_rss, "rss_before_build_mb": base, "steps": len(lat),
             "lookup_us_p50": percentile(lat, 0.5) * 1e6, "lookup_us_p99": percentile(lat, 0.99) * 1e6,
             "lookup_us_mean": statistics.fmean(lat) * 1e6}
@@ -343,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
                                      "memory_mb": args.memory_mb})
             row: dict[str, Any] = {"backend": name, "facts_given": size, "facts": b["facts"],
                                    "build_s": round(b["seconds"], 1), "build_facts_per_s": round(size / b["seconds"]),
+                                   "build_cpu_s": round(b["cpu_s"], 1),
+                                   "build_facts_per_cpu_s": round(size / b["cpu_s"]),
+                                   "build_loadavg_1m": round(b["loadavg_1m"], 2),
                                    "build_peak_rss_mb": round(b["peak_rss_mb"]),
                                    "build_rss_before_mb": round(b["rss_before_build_mb"]),
                                    "bytes": b["bytes"], "bytes_per_fact": round(b["bytes"] / b["facts"], 2),
@@ -406,19 +419,21 @@ def print_table(rows: list[dict[str, Any]], peer: dict[str, Any] | None, extra: 
     from rich.table import Table
 
     table = Table(title="fact indexes at scale (medians; lookup = next_tokens + can_end + step per token)")
-    for col in ("backend", "facts", "build s", "facts/s", "peak MB", "B/fact", "open ms", "lookup p50 us",
+    for col in ("backend", "facts", "build s", "facts/s", "facts/cpu-s", "peak MB", "B/fact", "open ms", "lookup p50 us",
                 "lookup p99 us", "gen constrained/free s", "overhead"):
         table.add_column(col, justify="right")
     for r in rows:
         g = r.get("generation")
         table.add_row(r["backend"], f"{r['facts']:,}", f"{r['build_s']:.1f}", f"{r['build_facts_per_s']:,}",
+                      f"{r['build_facts_per_cpu_s']:,}",
                       f"{r['build_peak_rss_mb']:,}", f"{r['bytes_per_fact']:.2f}", f"{r['open_s'] * 1e3:.1f}",
                       f"{r['lookup_us_p50']:.1f}", f"{r['lookup_us_p99']:.1f}",
                       f"{g['constrained_s']:.2f}/{g['free_s']:.2f}" if g else "-",
                       f"{g['overhead_pct_of_medians']:+.2f}% (proc {g['processor_share_pct']:.2f}%)" if g else "-")
     if peer and "error" not in peer:
         table.add_row(f"refactx {peer['version']} (peer)", f"{peer['facts']:,}", f"{peer['seconds']:.1f}",
-                      f"{round(peer['facts_given'] / peer['seconds']):,}", f"{peer['peak_rss_mb']:,.0f}", "in memory",
+                      f"{round(peer['facts_given'] / peer['seconds']):,}", f"{round(peer['facts_given'] / peer['cpu_s']):,}",
+                      f"{peer['peak_rss_mb']:,.0f}", "in memory",
                       "-", f"{peer['lookup_us_p50']:.1f}", f"{peer['lookup_us_p99']:.1f}", "-", "-")
     Console(width=220).print(table)
     for name, e in extra.items():

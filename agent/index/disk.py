@@ -628,13 +628,9 @@ class DiskFactIndex:
             raise IndexError(f"fact id {fact_id} out of range (0..{self._n - 1})")
         tokens: list[int] = []
         for i in range(fact_id - fact_id % BLOCK, fact_id + 1):
-            s, toks = self._row(i) if i == fact_id else self._row_uncached(i)
+            s, toks = self._row(i)
             tokens = tokens[:s] + toks
         return tokens
-
-    def _row_uncached(self, i: int) -> tuple[int, list[int]]:
-        hit = self._rows.get(i)
-        return hit if hit is not None else self._row(i)
 
     def fact_text(self, fact_id: int) -> str:
         if self.tokenizer is None:

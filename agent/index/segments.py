@@ -59,7 +59,9 @@ class FactTokenizer:
     def _encode_units(self, units: Sequence[str]) -> list[tuple[int, ...]]:
         backend = getattr(self.tokenizer, "_tokenizer", None) or getattr(self.tokenizer, "backend_tokenizer", None)
         if backend is not None and hasattr(backend, "encode_batch"):
-            return [tuple(e.ids) for e in backend.encode_batch(list(units), add_special_tokens=False)]
+            # encode_batch_fast (tokenizers >= 0.21) skips character offsets: 25% faster.
+            encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
+            return [tuple(e.ids) for e in encode(list(units), add_special_tokens=False)]
         return [tuple(ids) for ids in self.tokenizer(list(units), add_special_tokens=False)["input_ids"]]
 
     def _compose_one(self, fact: Fact) -> tuple[int, ...]:
