@@ -164,6 +164,13 @@ def test_index_for_another_tokenizer_is_refused(tmp_path):
         load_index(path, word_tokenizer(extra=("Rome",)))
 
 
+def test_a_tokenizer_that_loses_text_is_refused(tmp_path):
+    # The word tokenizer maps "is" and "in" to <unk>: the text could not be read back from the file.
+    with pytest.raises(FactweaveError, match="does not decode"):
+        build_disk_index([Fact.from_statement("Paris is in France.")], word_tokenizer(), tmp_path / "kb.fwd")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_truncated_and_corrupt_files_are_refused(tmp_path):
     seqs = random_sequences(20_000, 4)
     disk_from_sequences(seqs, tmp_path / "kb.fwd")

@@ -248,7 +248,8 @@ class DiskIndexWriter:
             fh.close()
         for p in self._dir.glob("*"):
             p.unlink(missing_ok=True)
-        self._dir.rmdir() if self._dir.exists() else None
+        if self._dir.exists():
+            self._dir.rmdir()
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -730,7 +731,16 @@ def build_disk_index(facts: Iterable[Fact], tokenizer: Any, path: str | Path, *,
         bar = tqdm(desc="tokenizing", unit=" facts", disable=not progress)
 
         def flush() -> None:
-            flat, lengths = flatten(ft.encode(buf))
+            seqs = ft.encode(buf)
+            # The file keeps tokens only: a fact's text must come back from them. Checked on a
+            # sample (a tokenizer that maps words to <unk> would lose text silently otherwise).
+            for i in range(0, len(buf), 997):
+                back = tokenizer.decode(list(seqs[i]), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+                back = back[1:] if back.startswith(" ") else back
+                if back != buf[i].text:
+                    raise FactweaveError(f"this tokenizer does not decode {buf[i].text!r} back to its text "
+                                         f"(got {back!r}); use the in-memory index for it")
+            flat, lengths = flatten(seqs)
             counts[:] += np.bincount(flat, minlength=vocab)[:vocab]
             sorter.add(flat, lengths)
             bar.update(len(buf))
