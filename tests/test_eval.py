@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO
+from conftest import DATA, run_cli
 
 from agent.errors import FactweaveError, InputError
 from agent.eval.datasets import (
@@ -31,11 +28,6 @@ POPQA = EVAL / "popqa_mini.json"
 MUSIQUE = EVAL / "musique_mini_with_paragraphs.json"
 KAMEL = DATA / "kamel_mini"
 
-
-def cli(*args: str, cache) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FACTWEAVE_CACHE": str(cache), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=900, check=False)
 
 
 # --- datasets ---------------------------------------------------------------------------------
@@ -81,7 +73,7 @@ def test_kamel_questions_round_robin_and_bad_data(tmp_path):
 
 def test_missing_data_is_one_line(tmp_path):
     missing = tmp_path / "popqa_500.json"
-    proc = cli("eval", "popqa", "--data", str(missing), "--model", "smollm2-135m", cache=tmp_path)
+    proc = run_cli("eval", "popqa", "--data", str(missing), "--model", "smollm2-135m", cache=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [f"Error: popqa data not found at {missing}"]
     assert proc.stdout == "" and list(tmp_path.iterdir()) == []  # nothing written, no model loaded
@@ -266,7 +258,7 @@ def test_kamel_folder_with_the_local_judge(smollm, tmp_path):
 @pytest.mark.model
 def test_cli_writes_json_and_markdown(tmp_path, cache_dir):
     out = tmp_path / "out"
-    proc = cli("eval", "kamel", "--data", str(KAMEL), "--method", "llm-only", "--limit", "2", "--no-judge",
+    proc = run_cli("eval", "kamel", "--data", str(KAMEL), "--method", "llm-only", "--limit", "2", "--no-judge",
                "--model", "smollm2-135m", "--max-tokens", "24", "--out", str(out), cache=cache_dir)
     assert proc.returncode == 0, proc.stderr
     md = (out / "kamel-smollm2-135m.md").read_text()

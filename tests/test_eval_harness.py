@@ -3,13 +3,10 @@ interrupted run, knowledge-guided decoding as methods (with best-of-n), and `eva
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
-from conftest import DATA, REPO
+from conftest import DATA, REPO, run_cli
 
 from agent.errors import FactweaveError, InputError
 from agent.eval.compare import compare_markdown, expand_runs, load_run
@@ -20,11 +17,6 @@ POPQA = EVAL / "popqa_mini.json"
 HOTPOT = EVAL / "hotpotqa_mini_with_context.json"
 KAMEL = DATA / "kamel_mini"
 
-
-def cli(*args: str, cache) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FACTWEAVE_CACHE": str(cache), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=900, check=False)
 
 
 # --- sampling and HotpotQA ----------------------------------------------------------------------
@@ -146,6 +138,14 @@ def test_kgd_methods_chunks_prompts_and_best_of_n(smollm):
         assert len(a.extra["samples"]) == 3 and a.extra["samples"] == b.extra["samples"]  # seeded per question
         assert a.prediction == a.extra["samples"][0] == parse_short_answer(a.text)
         assert a.extra["chunks"] and a.tokens > 0
+    # NLI rewards from the local model as judge (no cross-encoder here): it judges each step's
+    # candidates against the chunks.
+    from agent.decoding.kgd import EntailmentScorer, LocalLMJudge
+
+    entailment = EntailmentScorer(LocalLMJudge(smollm))
+    nli = KGDMethod(smollm, VARIANTS["kgd-nli"], QuestionChunks(encoder, n=1), entailment, max_new_tokens=4)
+    (answer,) = nli.answer_batch(questions[:1])
+    assert entailment.judge_calls >= 1 and entailment.misses >= 1 and answer.tokens <= 4
     single = KGDMethod(smollm, VARIANTS["greedy"], None, None, max_new_tokens=16)
     plain = single.answer_batch(questions)
     assert all("samples" not in a.extra and a.extra["chunks"] == [] for a in plain)
@@ -201,7 +201,7 @@ def test_an_interrupted_run_resumes_and_scores_best_of_n(smollm, tmp_path):
 @pytest.mark.model
 def test_cli_hotpotqa_kgd_then_compare(tmp_path, cache_dir):
     out = tmp_path / "out"
-    proc = cli("eval", "hotpotqa", "--data", str(HOTPOT), "--method", "kgd", "--method", "greedy", "--limit", "2",
+    proc = run_cli("eval", "hotpotqa", "--data", str(HOTPOT), "--method", "kgd", "--method", "greedy", "--limit", "2",
                "--no-judge", "--model", "smollm2-135m", "--max-tokens", "24", "--out", str(out), cache=cache_dir)
     assert proc.returncode == 0, proc.stderr
     assert "and 3 figures" in proc.stdout
@@ -209,13 +209,13 @@ def test_cli_hotpotqa_kgd_then_compare(tmp_path, cache_dir):
     assert data["methods"] == ["kgd", "greedy"] and data["settings"]["kgd"]["chunks"] == 3
     assert data["settings"]["knowledge"] is None  # the questions carry their passages: no web built
     table = out / "comparison.md"
-    proc = cli("eval", "compare", str(out), str(REPO / "benchmarks/results/eval/rcd/kamel-smollm2-135m.json"),
+    proc = run_cli("eval", "compare", str(out), str(REPO / "benchmarks/results/eval/rcd/kamel-smollm2-135m.json"),
                "--metric", "exact_accuracy", "--metric", "set_f1", "--out", str(table), cache=cache_dir)
     assert proc.returncode == 0, proc.stderr
     text = table.read_text()
     assert text.strip() in proc.stdout
     assert "| method | HotpotQA, smollm2-135m (2 q) | KAMEL test, smollm2-135m (60 q) |" in text
     assert "| kgd | " in text and "| rcd | - | " in text
-    proc = cli("eval", "compare", str(tmp_path / "missing.json"), cache=cache_dir)
+    proc = run_cli("eval", "compare", str(tmp_path / "missing.json"), cache=cache_dir)
     assert proc.returncode != 0 and "missing.json: no such run report" in proc.stderr
     assert "Traceback" not in proc.stderr

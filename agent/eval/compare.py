@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import FactweaveError
 from .methods import METHODS
-from .report import DATASET_TITLES, percent
+from .report import DATASET_TITLES, markdown_table, percent
 
 
 def _get(*keys: str) -> Callable[[dict[str, Any]], float | None]:
@@ -102,9 +102,7 @@ def compare_markdown(runs: Sequence[dict[str, Any]], metrics: Sequence[str] = DE
         keep = [(m, row) for m, row in zip(methods, cells) if any(c != "-" for c in row)]
         if not keep:
             continue
-        lines = [f"#### {heading}", "", "| method | " + " | ".join(labels) + " |",
-                 "|---|" + "|".join("---" for _ in labels) + "|"]
-        lines += [f"| {m} | " + " | ".join(row) + " |" for m, row in keep]
-        parts.append("\n".join(lines))
+        parts.append("\n".join([f"#### {heading}", "", *markdown_table(("method", *labels),
+                                                                        [[m, *row] for m, row in keep])]))
     sources = ", ".join(f"`{Path(run['path']).name}`" for run in runs)
     return "\n\n".join(parts) + f"\n\nRuns: {sources}.\n"

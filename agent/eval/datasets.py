@@ -100,7 +100,7 @@ def load_questions(dataset: str, data: str | Path | None = None, *, limit: int |
                             limit=limit, seed=seed)
 
 
-def _natural(text: str) -> list[Any]:
+def natural_key(text: str) -> list[Any]:
     """Sort key with numbers by value: P19 before P106."""
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part]
 
@@ -114,7 +114,7 @@ def sample_questions(questions: Sequence[EvalQuestion], stratum: Callable[[EvalQ
     for q in questions:
         groups.setdefault(stratum(q), []).append(q)
     rng = random.Random(seed)
-    ordered = [groups[key] for key in sorted(groups, key=_natural)]
+    ordered = [groups[key] for key in sorted(groups, key=natural_key)]
     for group in ordered:
         rng.shuffle(group)
     picked: list[EvalQuestion] = []

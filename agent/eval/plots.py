@@ -18,6 +18,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .datasets import natural_key
+
 if TYPE_CHECKING:
     from .report import EvalReport
     from .run import MethodResult
@@ -30,7 +32,7 @@ def stratum_scores(result: MethodResult) -> dict[str, float]:
     for row in result.rows:
         groups[str(row.get("stratum") or "all")].append(row)
     out = {}
-    for name, rows in sorted(groups.items()):
+    for name, rows in sorted(groups.items(), key=lambda item: natural_key(item[0])):
         if all("set" in r for r in rows):
             out[name] = sum(r["set"]["f1"] for r in rows) / len(rows)
         else:
@@ -58,7 +60,7 @@ def write_plots(report: EvalReport, out_dir: Path, stem: str) -> list[Path]:
     results = report.results
     paths = []
     scores = {r.method: stratum_scores(r) for r in results}
-    strata = sorted({s for per in scores.values() for s in per})
+    strata = sorted({s for per in scores.values() for s in per}, key=natural_key)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(strata) * max(1, len(results)) / 2), 4.2))
     width = 0.8 / max(1, len(results))
     for i, r in enumerate(results):

@@ -24,10 +24,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .datasets import natural_key
 from .plots import stratum_scores, write_plots
 from .run import MethodResult
 
@@ -51,6 +54,12 @@ def table_rows(results: list[MethodResult]) -> list[list[str]]:
                      percent(s.judge_accuracy), percent(s.judge_precision), f"{r.seconds_per_question:.2f}",
                      f"{r.tokens['generated'] / max(1, len(r.rows)):.1f}"])
     return rows
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """The lines of a Markdown table."""
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(row) + " |" for row in rows)]
 
 
 def file_stem(dataset: str, model: str) -> str:
@@ -91,22 +100,20 @@ class EvalReport:
                 "scores": {r.method: r.summary() for r in self.results}, "questions": questions}
 
     def markdown(self) -> str:
-        """The table with a title line and a line on how to read it."""
-        lines = [f"### {self.title()}", "",
-                 "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
-        lines += ["| " + " | ".join(row) + " |" for row in table_rows(self.results)]
+        """The tables with a title line and a line on how to read them."""
+        lines = [f"### {self.title()}", "", *markdown_table(COLUMNS, table_rows(self.results))]
         sets = [(r.method, r.set_scores) for r in self.results if r.set_scores is not None]
         if sets:
-            lines += ["", "Set answers, macro-averaged over relations (the RCD paper's metric):", "",
-                      "| method | macro P | macro R | macro F1 | relations |", "|---|---|---|---|---|"]
-            lines += [f"| {m} | {percent(s['precision'])} | {percent(s['recall'])} | {percent(s['f1'])} | {s['groups']} |"
-                      for m, s in sets]
+            lines += ["", "Set answers, macro-averaged over relations (the RCD paper's metric):", ""]
+            lines += markdown_table(("method", "macro P", "macro R", "macro F1", "relations"),
+                                    [[m, percent(s["precision"]), percent(s["recall"]), percent(s["f1"]),
+                                      str(s["groups"])] for m, s in sets])
         sampled = [(r.method, r.best_of_n) for r in self.results if r.best_of_n is not None]
         if sampled:
-            lines += ["", "Best-of-n (one of n sampled answers matches; the KGD paper's metric):", "",
-                      "| method | n | EM acc | approx acc |", "|---|---|---|---|"]
-            lines += [f"| {m} | {b['n']} | {percent(b['exact_accuracy'])} | {percent(b['approximate_accuracy'])} |"
-                      for m, b in sampled]
+            lines += ["", "Best-of-n (one of n sampled answers matches; the KGD paper's metric):", ""]
+            lines += markdown_table(("method", "n", "EM acc", "approx acc"),
+                                    [[m, str(b["n"]), percent(b["exact_accuracy"]),
+                                      percent(b["approximate_accuracy"])] for m, b in sampled])
         lines += self._strata_lines()
         judge = self.settings.get("judge") or {}
         lines += ["", "Accuracy over all questions, precision over the answered ones (abstentions and truncated "
@@ -119,16 +126,14 @@ class EvalReport:
 
     def _strata_lines(self) -> list[str]:
         scores = {r.method: stratum_scores(r) for r in self.results}
-        strata = sorted({s for per in scores.values() for s in per})
+        strata = sorted({s for per in scores.values() for s in per}, key=natural_key)
         if len(strata) < 2:
             return []
-        counts = {s: sum(1 for row in self.results[0].rows if str(row.get("stratum") or "all") == s) for s in strata}
-        lines = ["", "Per stratum (relation or question type): macro F1 for set answers, else EM accuracy:", "",
-                 "| stratum | questions | " + " | ".join(scores) + " |",
-                 "|---|---|" + "|".join("---" for _ in scores) + "|"]
-        lines += [f"| {s} | {counts[s]} | " + " | ".join(percent(per.get(s)) for per in scores.values()) + " |"
-                  for s in strata]
-        return lines
+        counts = Counter(str(row.get("stratum") or "all") for row in self.results[0].rows)
+        lines = ["", "Per stratum (relation or question type): macro F1 for set answers, else EM accuracy:", ""]
+        return lines + markdown_table(("stratum", "questions", *scores),
+                                      [[s, str(counts[s]), *(percent(per.get(s)) for per in scores.values())]
+                                       for s in strata])
 
     def paths(self, out_dir: Path) -> tuple[Path, Path]:
         """Where :meth:`write` puts the JSON and the Markdown."""
