@@ -123,7 +123,7 @@ def test_kgd_methods_chunks_prompts_and_best_of_n(smollm):
     encoder = CachedEncoder(Embedder())
     chunks = QuestionChunks(encoder, n=2)
     scorer = SimilarityScorer(encoder)
-    made = {name: KGDMethod(smollm, VARIANTS[name], chunks, scorer, max_new_tokens=16, samples=3, seed=7)
+    made = {name: KGDMethod(smollm, VARIANTS[name], chunks, scorer, max_new_tokens=8, samples=2, seed=7)
             for name in ("kgd", "kgd-guide", "greedy", "chunks-beam")}
     top = chunks.top(questions[0])
     assert 1 <= len(top) <= 2 and all(any(c in p for p in questions[0].meta["passages"]) for c in top)
@@ -132,10 +132,10 @@ def test_kgd_methods_chunks_prompts_and_best_of_n(smollm):
         assert prompt.endswith("Answer:") and questions[0].text in prompt
         assert (top[0].split()[0] in prompt.split("Question: What is the capital")[0]) == VARIANTS[name].in_prompt
     assert made["chunks-beam"].samples == 1 and made["chunks-beam"].batched  # beams stay deterministic
-    answers = made["kgd"].answer_batch(questions)
-    again = made["kgd"].answer_batch(questions)
+    answers = made["kgd"].answer_batch(questions[:1])
+    again = made["kgd"].answer_batch(questions[:1])
     for a, b in zip(answers, again):
-        assert len(a.extra["samples"]) == 3 and a.extra["samples"] == b.extra["samples"]  # seeded per question
+        assert len(a.extra["samples"]) == 2 and a.extra["samples"] == b.extra["samples"]  # seeded per question
         assert a.prediction == a.extra["samples"][0] == parse_short_answer(a.text)
         assert a.extra["chunks"] and a.tokens > 0
     # NLI rewards from the local model as judge (no cross-encoder here): it judges each step's
@@ -146,7 +146,7 @@ def test_kgd_methods_chunks_prompts_and_best_of_n(smollm):
     nli = KGDMethod(smollm, VARIANTS["kgd-nli"], QuestionChunks(encoder, n=1), entailment, max_new_tokens=4)
     (answer,) = nli.answer_batch(questions[:1])
     assert entailment.judge_calls >= 1 and entailment.misses >= 1 and answer.tokens <= 4
-    single = KGDMethod(smollm, VARIANTS["greedy"], None, None, max_new_tokens=16)
+    single = KGDMethod(smollm, VARIANTS["greedy"], None, None, max_new_tokens=8)
     plain = single.answer_batch(questions)
     assert all("samples" not in a.extra and a.extra["chunks"] == [] for a in plain)
     assert parse_short_answer(" Answer: Oslo\nmore") == "Oslo"
