@@ -1,6 +1,7 @@
 """The PostgreSQL fact index against the in-memory one, on a real PostgreSQL server."""
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -12,6 +13,8 @@ from agent.index import FactIndex
 from agent.index.postgres import (PostgresFactIndex, PostgresUnavailableError, list_indexes, load_fact_index,
                                   partition)
 from agent.knowledge.facts import Fact
+
+pytestmark = pytest.mark.postgres
 
 
 def token_index(seed: int, n: int = 3000, vocab: int = 7) -> FactIndex:
@@ -207,3 +210,46 @@ def test_a_failed_rebuild_keeps_the_old_index(pg_dsn):
     reader.close()
     with PostgresFactIndex.open(pg_dsn, "fwtest_swap") as fresh:
         assert walk_all(new, fresh, fresh.root()) == new.node_count
+
+
+def run_cli(*args: str, cache, check: bool = True):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = {**os.environ, "FACTWEAVE_CACHE": str(cache), "PYTHONPATH": str(REPO)}
+    env.pop("FACTWEAVE_PG_DSN", None)
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600, check=False)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.mark.model
+def test_cli_builds_lists_and_opens_a_postgres_index(pg_dsn, cache_dir, smollm, tmp_path):
+    kb = tmp_path / "facts.tsv"
+    kb.write_text("Zorblax\tinvented by\tMira Quell\nZorblax\tfirst shown in\tLyon\nMira Quell\tplace of birth\tOslo\n")
+    out = run_cli("index", "build", "--kb", str(kb), "--model", "smollm2-135m", "--backend", "postgres",
+                  "--dsn", pg_dsn, "--name", "fwtest_cli", cache=cache_dir).stdout
+    assert "3 facts" in out and "'fwtest_cli'" in out
+    listed = json.loads(run_cli("index", "list", "--dsn", pg_dsn, "--json", cache=cache_dir).stdout)
+    assert {"name": "fwtest_cli", "facts": 3, "model": "smollm2-135m"}.items() <= \
+        next(i for i in listed if i["name"] == "fwtest_cli").items()
+    with PostgresFactIndex.open(pg_dsn, "fwtest_cli", tokenizer=smollm.tokenizer) as pg:
+        assert sorted(f.text for f in pg.facts) == sorted(f.text for f in FactIndex.build(
+            [Fact("Zorblax", "invented by", "Mira Quell"), Fact("Zorblax", "first shown in", "Lyon"),
+             Fact("Mira Quell", "place of birth", "Oslo")], smollm.tokenizer).facts)
+
+
+def test_cli_says_which_server_is_down_in_one_line(tmp_path):
+    from agent.index.pg_local import _free_port
+
+    port = _free_port()
+    proc = run_cli("index", "list", "--dsn", f"host=127.0.0.1 port={port} dbname=kb connect_timeout=3",
+                   cache=tmp_path, check=False)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: PostgreSQL at 127.0.0.1:") and f":{port}/kb" in lines[0]
