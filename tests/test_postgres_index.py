@@ -111,7 +111,7 @@ def test_demo_kb_same_next_tokens_and_counts_for_random_prefixes(demo_pg, demo_i
 
 @pytest.mark.model
 def test_a_fact_costs_few_round_trips(pg_dsn, demo_pg, demo_index):
-    """Walking a whole fact from a cold cache: the upper levels plus one prefetched subtree."""
+    """Walking a whole fact from a cold cache (the top of the tree as after opening): one round trip."""
     rng = random.Random(3)
     trips = []
     for fact_id in rng.sample(range(len(demo_index)), 30):
@@ -123,7 +123,7 @@ def test_a_fact_costs_few_round_trips(pg_dsn, demo_pg, demo_index):
             cur = demo_pg.step(cur, tok)
         assert demo_pg.finish(cur)[0] == fact_id
         trips.append(demo_pg.round_trips - before)
-    assert max(trips) <= 6, trips
+    assert max(trips) <= 1, trips  # the top of the tree is read on opening; below it one prefetch
 
 
 @pytest.mark.model
@@ -133,11 +133,11 @@ def test_constrained_generation_over_postgres_produces_only_kb_facts(smollm, dem
     from agent.knowledge.loaders import load_facts
 
     kb_texts = {f.text for f in load_facts(demo_kamel_root())}
-    gen = FactGenerator(smollm.model, smollm.tokenizer, demo_pg, max_new_tokens=48)
-    questions = [q.text for q in kamel_questions(demo_kamel_root(), split="dev", limit=6)]
-    answers = gen.answer_batch(questions, beams=3)
+    gen = FactGenerator(smollm.model, smollm.tokenizer, demo_pg, max_new_tokens=40)
+    questions = [q.text for q in kamel_questions(demo_kamel_root(), split="dev", limit=4)]
+    answers = gen.answer_batch(questions, beams=2)
     spans = [s for a in answers for s in a.facts]
-    assert spans, "the model wrote no Fact: line for 6 questions"
+    assert spans, "the model wrote no Fact: line for 4 questions"
     for a in answers:
         ids = [s.id for s in a.facts]
         assert len(ids) == len(set(ids))
@@ -204,7 +204,7 @@ def test_a_failed_rebuild_keeps_the_old_index(pg_dsn):
     # A rebuild that succeeds replaces it; a reader of the old one is told to reopen, not fed a mix.
     new = token_index(5, n=200)
     load_fact_index(pg_dsn, new, name="fwtest_swap")
-    reader.clear_cache()
+    reader.clear_cache(top=False)
     with pytest.raises(FactweaveError, match="rebuilt or dropped"):
         reader.next_tokens(reader.root())
     reader.close()

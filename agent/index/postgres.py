@@ -334,6 +334,9 @@ def load_fact_index(dsn: str, index: FactIndex, *, name: str = "kb", meta: dict[
                 # Keys after the load: one sorted index build instead of a b-tree insert per row.
                 cur.execute(sql.SQL("ALTER TABLE {}.tree ADD PRIMARY KEY (lo)").format(s))
                 cur.execute(sql.SQL("ALTER TABLE {}.facts ADD PRIMARY KEY (id)").format(s))
+                # The few upper nodes with big subtrees are read all at once when the index opens.
+                cur.execute(sql.SQL("CREATE INDEX tree_upper ON {}.tree ((subtree_end - lo)) "
+                                    "WHERE subtree_end > hi").format(s))
                 cur.execute(sql.SQL("ANALYZE {}.tree").format(s))
                 cur.execute(sql.SQL("SELECT schema_name FROM {} WHERE name = %s FOR UPDATE").format(
                     sql.Identifier(REGISTRY)), (name,))
@@ -463,16 +466,21 @@ class PostgresFactIndex:
             "SELECT t.lo, t.hi, t.subtree_end, t.leaf_count, t.fact_id, t.data FROM {s}.tree t, r "
             "WHERE r.subtree_end > r.hi AND r.subtree_end - r.lo <= %(p)s AND t.lo > r.lo AND t.lo < r.subtree_end"
         ).format(s=s)
+        self._sql_top = sql.SQL(
+            "SELECT lo, hi, subtree_end, leaf_count, fact_id, data FROM {s}.tree "
+            "WHERE subtree_end > hi AND subtree_end - lo > %(p)s ORDER BY subtree_end - lo DESC LIMIT %(k)s"
+        ).format(s=s)
         self._sql_fact = sql.SQL("SELECT {c} FROM {s}.facts WHERE id = %s").format(c=cols, s=s)
         self._sql_facts = sql.SQL("SELECT {c} FROM {s}.facts WHERE id >= %s AND id < %s ORDER BY id").format(c=cols, s=s)
         self._pool = ConnectionPool(dsn, min_size=1, max_size=max(1, pool_size), open=True, timeout=10,
                                     kwargs={"autocommit": True, "prepare_threshold": 0},
                                     name=f"factweave-{name}")
         with self._pool.connection() as conn:  # render the statements once, not per query
-            self._sql_row, self._sql_fact, self._sql_facts = (
-                q.as_string(conn) for q in (self._sql_row, self._sql_fact, self._sql_facts))
+            self._sql_row, self._sql_top, self._sql_fact, self._sql_facts = (
+                q.as_string(conn) for q in (self._sql_row, self._sql_top, self._sql_fact, self._sql_facts))
         self.facts = PostgresFacts(self)
-        self._fetch(0)
+        self._preload_top()
+        self._row(0)
 
     @classmethod
     def open(cls, dsn: str, name: str = "kb", *, tokenizer: Any | None = None, cache_rows: int = 16384,
@@ -540,27 +548,37 @@ class PostgresFactIndex:
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise _unreachable(self.dsn, exc) from None
 
-    def _fetch(self, node: int) -> _Upper | _Block:
-        rows = self._query(self._sql_row, {"n": node, "p": self.prefetch_nodes})
-        if not rows:
-            raise KeyError(f"node {node} is not in fact index {self.name!r}")
-        found = None
-        parsed = []
+    def _decode(self, rows: list[tuple]) -> list[_Upper | _Block]:
+        parsed: list[_Upper | _Block] = []
         for lo, hi, end, leaf, fact, data in rows:
             data = bytes(data)
             if end > hi:
-                row: _Upper | _Block = _Upper.decode(lo, end, leaf, fact, data)
+                parsed.append(_Upper.decode(lo, end, leaf, fact, data))
             else:
-                row = _Block.decode(lo, hi, leaf, data, self._token_dtype)
-            parsed.append(row)
-            if lo <= node < hi:
-                found = row
+                parsed.append(_Block.decode(lo, hi, leaf, data, self._token_dtype))
+        return parsed
+
+    def _preload_top(self) -> None:
+        """Read every upper node whose subtree is too big to prefetch whole (the top of the tree,
+        shared by all facts; at most half the cache) in one query: from then on, a fact whose
+        rows are not cached costs one round trip."""
+        parsed = self._decode(self._query(self._sql_top, {"p": self.prefetch_nodes, "k": self.cache_rows // 2}))
+        with self._lock:
+            for row in reversed(parsed):  # the biggest subtrees last: the most recently used
+                self._remember(row)
+
+    def _remember(self, row: _Upper | _Block) -> None:
+        if row.lo not in self._rows:
+            bisect.insort(self._starts, row.lo)
+        self._rows[row.lo] = row
+        self._rows.move_to_end(row.lo)
+
+    def _fetch(self, node: int) -> _Upper | _Block:
+        parsed = self._decode(self._query(self._sql_row, {"n": node, "p": self.prefetch_nodes}))
+        found = next((row for row in parsed if row.lo <= node < row.hi), None)
         with self._lock:
             for row in parsed:
-                if row.lo not in self._rows:
-                    bisect.insort(self._starts, row.lo)
-                self._rows[row.lo] = row
-                self._rows.move_to_end(row.lo)
+                self._remember(row)
             if found is not None:
                 self._rows.move_to_end(found.lo)
             while len(self._rows) > self.cache_rows:
@@ -583,11 +601,13 @@ class PostgresFactIndex:
                     return row
         return self._fetch(node)
 
-    def clear_cache(self) -> None:
-        """Forget every cached row (benchmarks measure cold lookups with it)."""
+    def clear_cache(self, *, top: bool = True) -> None:
+        """Forget every cached row, then (``top``) read the top of the tree again, as on opening."""
         with self._lock:
             self._rows.clear()
             self._starts.clear()
+        if top:
+            self._preload_top()
 
     # ---- the FactIndex API ----------------------------------------------------------------
     def __len__(self) -> int:
