@@ -253,3 +253,15 @@ def test_cli_says_which_server_is_down_in_one_line(tmp_path):
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: PostgreSQL at 127.0.0.1:") and f":{port}/kb" in lines[0]
+
+
+def test_token_ids_beyond_16_bits(pg_dsn):
+    """Qwen's vocabulary (151,936) does not fit uint16: blocks then store int32 tokens."""
+    rng = random.Random(9)
+    alphabet = [0, 3, 65535, 65536, 151935]
+    seqs = [[rng.choice(alphabet) for _ in range(rng.randrange(1, 7))] for _ in range(800)]
+    mem = FactIndex.from_token_ids(seqs, [Fact(f"s{i}", "p", "o") for i in range(800)], "qwen-like")
+    load_fact_index(pg_dsn, mem, name="fwtest_wide", block_nodes=8)
+    with PostgresFactIndex.open(pg_dsn, "fwtest_wide", prefetch_nodes=32) as pg:
+        assert pg.info["token_dtype"] == "<i4"
+        assert walk_all(mem, pg, pg.root()) == mem.node_count

@@ -49,7 +49,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -130,6 +130,17 @@ def _encode_block(lo: int, hi: int, subtree_end: np.ndarray, token_in: np.ndarra
     data = (term[where].astype("<i4").tobytes() + token_in[lo:hi].astype(token_dtype).tobytes()
             + (subtree_end[lo:hi] - lo).astype("<u2").tobytes() + where.astype("<u2").tobytes())
     return data, len(where)
+
+
+class _Raw(NamedTuple):
+    """A row as read, decoded on first use."""
+
+    lo: int
+    hi: int
+    end: int
+    leaf: int
+    fact: int | None
+    data: bytes
 
 
 @dataclass
@@ -516,13 +527,14 @@ class PostgresFactIndex:
                     f"fact index {name!r} at {where} was built for {built_for} (tokenizer "
                     f"{info['tokenizer_fingerprint'][:12]}), not for the loaded model's tokenizer ({mine[:12]}); "
                     f"rebuild it with `factweave index build --backend postgres --model <your model>`")
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
         try:
             return cls(dsn, name, schema, info, cache_rows=cache_rows, prefetch_nodes=prefetch_nodes,
                        pool_size=pool_size)
-        except Exception as exc:
-            if exc.__class__.__name__ in ("PoolTimeout", "OperationalError"):
-                raise _unreachable(dsn, exc) from None
-            raise
+        except (psycopg.OperationalError, PoolTimeout) as exc:  # the server went away since the check above
+            raise _unreachable(dsn, exc) from None
 
     def close(self) -> None:
         self._pool.close()
@@ -548,44 +560,42 @@ class PostgresFactIndex:
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise _unreachable(self.dsn, exc) from None
 
-    def _decode(self, rows: list[tuple]) -> list[_Upper | _Block]:
-        parsed: list[_Upper | _Block] = []
-        for lo, hi, end, leaf, fact, data in rows:
-            data = bytes(data)
-            if end > hi:
-                parsed.append(_Upper.decode(lo, end, leaf, fact, data))
-            else:
-                parsed.append(_Block.decode(lo, hi, leaf, data, self._token_dtype))
-        return parsed
+    def _decode(self, raw: _Raw) -> _Upper | _Block:
+        lo, hi, end, leaf, fact, data = raw
+        if end > hi:
+            return _Upper.decode(lo, end, leaf, fact, data)
+        return _Block.decode(lo, hi, leaf, data, self._token_dtype)
 
     def _preload_top(self) -> None:
         """Read every upper node whose subtree is too big to prefetch whole (the top of the tree,
         shared by all facts; at most half the cache) in one query: from then on, a fact whose
         rows are not cached costs one round trip."""
-        parsed = self._decode(self._query(self._sql_top, {"p": self.prefetch_nodes, "k": self.cache_rows // 2}))
+        rows = self._query(self._sql_top, {"p": self.prefetch_nodes, "k": self.cache_rows // 2})
         with self._lock:
-            for row in reversed(parsed):  # the biggest subtrees last: the most recently used
-                self._remember(row)
+            for row in reversed(rows):  # the biggest subtrees last: the most recently used
+                self._remember(_Raw(*row[:5], bytes(row[5])))
 
-    def _remember(self, row: _Upper | _Block) -> None:
+    def _remember(self, row: _Raw | _Upper | _Block) -> None:
         if row.lo not in self._rows:
             bisect.insort(self._starts, row.lo)
         self._rows[row.lo] = row
         self._rows.move_to_end(row.lo)
 
     def _fetch(self, node: int) -> _Upper | _Block:
-        parsed = self._decode(self._query(self._sql_row, {"n": node, "p": self.prefetch_nodes}))
-        found = next((row for row in parsed if row.lo <= node < row.hi), None)
+        # Rows come back raw and are decoded when first used: a prefetched subtree costs its
+        # transfer, not the decoding of branches this fact will not take.
+        raws = [_Raw(*row[:5], bytes(row[5])) for row in self._query(self._sql_row, {"n": node, "p": self.prefetch_nodes})]
+        raw = next((r for r in raws if r.lo <= node < r.hi), None)
+        if raw is None:
+            raise KeyError(f"node {node} is not in fact index {self.name!r}")
+        found = self._decode(raw)
         with self._lock:
-            for row in parsed:
-                self._remember(row)
-            if found is not None:
-                self._rows.move_to_end(found.lo)
+            for row in raws:
+                self._remember(found if row is raw else row)
+            self._rows.move_to_end(found.lo)
             while len(self._rows) > self.cache_rows:
                 lo, _ = self._rows.popitem(last=False)
                 del self._starts[bisect.bisect_left(self._starts, lo)]
-        if found is None:
-            raise KeyError(f"node {node} is not in fact index {self.name!r}")
         return found
 
     def _row(self, node: int) -> _Upper | _Block:
@@ -598,6 +608,8 @@ class PostgresFactIndex:
                 if node < row.hi:
                     self._rows.move_to_end(row.lo)
                     self.cache_hits += 1
+                    if isinstance(row, _Raw):
+                        row = self._rows[row.lo] = self._decode(row)
                     return row
         return self._fetch(node)
 
