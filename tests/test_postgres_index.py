@@ -265,3 +265,62 @@ def test_token_ids_beyond_16_bits(pg_dsn):
     with PostgresFactIndex.open(pg_dsn, "fwtest_wide", prefetch_nodes=32) as pg:
         assert pg.info["token_dtype"] == "<i4"
         assert walk_all(mem, pg, pg.root()) == mem.node_count
+
+
+def test_threads_share_one_index(pg_dsn):
+    """Sequences decoded in parallel threads share the pool and the cache, and see the same tree."""
+    import threading
+
+    mem = token_index(6)
+    load_fact_index(pg_dsn, mem, name="fwtest_threads", block_nodes=8)
+    errors: list[BaseException] = []
+    with PostgresFactIndex.open(pg_dsn, "fwtest_threads", prefetch_nodes=16, cache_rows=32, pool_size=3) as pg:
+        def work(seed: int) -> None:
+            rng = random.Random(seed)
+            try:
+                for fact_id in rng.sample(range(len(mem)), 150):
+                    cur = pg.root()
+                    for tok in mem.fact_tokens(fact_id):
+                        assert_same_at(mem, pg, cur)
+                        cur = pg.step(cur, tok)
+                    assert pg.finish(cur)[0] == fact_id
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
+
+
+def test_a_server_that_stops_while_in_use_is_named(pg_dsn):
+    from agent.index.pg_local import LocalPostgres
+
+    mem = token_index(8, n=300)
+    with LocalPostgres() as own:
+        load_fact_index(own.dsn, mem, name="fwtest_gone", block_nodes=4)
+        pg = PostgresFactIndex.open(own.dsn, "fwtest_gone", prefetch_nodes=4)
+        own.stop()
+        pg.clear_cache(top=False)
+        with pytest.raises(PostgresUnavailableError, match=f"127.0.0.1:{own.port}/postgres .*start it"):
+            pg.next_tokens(pg.root())
+        pg.close()
+
+
+@pytest.mark.model
+def test_settings_open_the_kb_tree_from_postgres(pg_dsn, demo_pg, smollm, monkeypatch):
+    from agent.runtime import open_generator
+    from agent.settings import load_settings
+
+    monkeypatch.setenv("FACTWEAVE_PG_DSN", pg_dsn)
+    monkeypatch.setenv("FACTWEAVE_PG_INDEX", "fwtest_demo")
+    settings = load_settings()
+    assert settings.public()["pg_dsn"] == "***"
+    gen = open_generator(loaded=smollm, pg_dsn=settings.pg_dsn.get_secret_value(), pg_index=settings.pg_index)
+    try:
+        assert isinstance(gen.index, PostgresFactIndex) and gen.index.name == "fwtest_demo"
+        assert len(gen.index) == len(demo_pg)
+    finally:
+        gen.index.close()
