@@ -14,9 +14,11 @@ cut into rows. Every node lives in exactly one row, so nothing is merged at read
   previous one's subtree ends.
 
 The rows partition the node ids into contiguous ranges, keyed by their first id ``lo``; the row
-of node ``n`` is the last one with ``lo <= n``. Reading a block prefetches a whole small subtree,
-so once the few upper levels are cached a fact costs one round trip; an upper node whose subtree
-is below ``prefetch_nodes`` brings its whole subtree in the same query (one range scan).
+of node ``n`` is the last one with ``lo <= n``. Opening reads the top of the tree (the upper
+nodes whose subtrees exceed ``prefetch_nodes``; a few hundred rows at 1M facts) in one query.
+Below it, the row of an upper node brings every row of its subtree in the same query (one range
+scan), and a block is a whole small subtree: a fact whose rows are not cached costs one round
+trip. Rows are decoded when first used, and kept in an LRU shared by all sequences and threads.
 
 Why not one row per node: facts average ~15 nodes, and a row costs ~60-100 bytes of tuple and
 index overhead plus a round trip per token. Blocks of plain little-endian integers (``bytea``;
@@ -461,7 +463,7 @@ class PostgresFactIndex:
         self._token_dtype = np.dtype(info["token_dtype"])
         self.prefetch_nodes = prefetch_nodes
         self.cache_rows = max(16, cache_rows)
-        self._rows: OrderedDict[int, _Upper | _Block] = OrderedDict()
+        self._rows: OrderedDict[int, _Raw | _Upper | _Block] = OrderedDict()
         self._starts: list[int] = []
         self._lock = threading.Lock()
         self.round_trips = 0
@@ -486,12 +488,16 @@ class PostgresFactIndex:
         self._pool = ConnectionPool(dsn, min_size=1, max_size=max(1, pool_size), open=True, timeout=10,
                                     kwargs={"autocommit": True, "prepare_threshold": 0},
                                     name=f"factweave-{name}")
-        with self._pool.connection() as conn:  # render the statements once, not per query
-            self._sql_row, self._sql_top, self._sql_fact, self._sql_facts = (
-                q.as_string(conn) for q in (self._sql_row, self._sql_top, self._sql_fact, self._sql_facts))
-        self.facts = PostgresFacts(self)
-        self._preload_top()
-        self._row(0)
+        try:
+            with self._pool.connection() as conn:  # render the statements once, not per query
+                self._sql_row, self._sql_top, self._sql_fact, self._sql_facts = (
+                    q.as_string(conn) for q in (self._sql_row, self._sql_top, self._sql_fact, self._sql_facts))
+            self.facts = PostgresFacts(self)
+            self._preload_top()
+            self._row(0)
+        except BaseException:
+            self._pool.close()
+            raise
 
     @classmethod
     def open(cls, dsn: str, name: str = "kb", *, tokenizer: Any | None = None, cache_rows: int = 16384,
