@@ -505,22 +505,31 @@ class PostgresFactIndex:
         """Open the index ``name`` at ``dsn``; with ``tokenizer``, refuse one built for another."""
         from psycopg import sql
 
+        import psycopg
+
         _check_name(name)
         where = describe_dsn(dsn)
         with connect(dsn, autocommit=True) as conn, conn.cursor() as cur:
-            cur.execute("SELECT to_regclass(%s) IS NOT NULL", (REGISTRY,))
-            found = cur.fetchone()[0]
-            row = None
-            if found:
-                cur.execute(sql.SQL("SELECT schema_name FROM {} WHERE name = %s").format(sql.Identifier(REGISTRY)),
-                            (name,))
-                row = cur.fetchone()
-            if row is None:
-                raise FactweaveError(f"no fact index named {name!r} in PostgreSQL at {where} (build one with "
-                                     f"`factweave index build --backend postgres --dsn ... --name {name}`)")
-            schema = row[0]
-            cur.execute(sql.SQL("SELECT key, value FROM {}.meta").format(sql.Identifier(schema)))
-            info = {k: json.loads(v) for k, v in cur.fetchall()}
+            for attempt in range(3):  # a rebuild may swap the index between reading its name and its meta
+                cur.execute("SELECT to_regclass(%s) IS NOT NULL", (REGISTRY,))
+                found = cur.fetchone()[0]
+                row = None
+                if found:
+                    cur.execute(sql.SQL("SELECT schema_name FROM {} WHERE name = %s").format(
+                        sql.Identifier(REGISTRY)), (name,))
+                    row = cur.fetchone()
+                if row is None:
+                    raise FactweaveError(f"no fact index named {name!r} in PostgreSQL at {where} (build one with "
+                                         f"`factweave index build --backend postgres --dsn ... --name {name}`)")
+                schema = row[0]
+                try:
+                    cur.execute(sql.SQL("SELECT key, value FROM {}.meta").format(sql.Identifier(schema)))
+                except psycopg.errors.UndefinedTable:
+                    if attempt == 2:
+                        raise FactweaveError(f"fact index {name!r} at {where} keeps being rebuilt; try again") from None
+                    continue
+                info = {k: json.loads(v) for k, v in cur.fetchall()}
+                break
         if info.get("format") != FORMAT or info.get("format_version") != FORMAT_VERSION:
             raise IndexMismatchError(f"fact index {name!r} at {where} has format {info.get('format')} version "
                                      f"{info.get('format_version')}; this factweave reads version {FORMAT_VERSION}: "
@@ -533,7 +542,6 @@ class PostgresFactIndex:
                     f"fact index {name!r} at {where} was built for {built_for} (tokenizer "
                     f"{info['tokenizer_fingerprint'][:12]}), not for the loaded model's tokenizer ({mine[:12]}); "
                     f"rebuild it with `factweave index build --backend postgres --model <your model>`")
-        import psycopg
         from psycopg_pool import PoolTimeout
 
         try:
