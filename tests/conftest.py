@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 # Fixtures that start real servers live in their own modules.
-pytest_plugins = ["graph_fixtures", "vector_fixtures", "llm_fixtures", "agent_fixtures", "ui_fixtures"]
+pytest_plugins = ["graph_fixtures", "vector_fixtures", "llm_fixtures", "agent_fixtures", "ui_fixtures", "pg_fixtures"]
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
