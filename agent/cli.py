@@ -98,16 +98,25 @@ def index_group() -> None:
 @click.option("--model", default=None, help=MODEL_HELP + " Its tokenizer is used.")
 @click.option("--inverse/--no-inverse", default=False, help="Also index <object> <inverse predicate> <subject> facts.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Index file to write (default: the cache).")
-@click.option("--disk", is_flag=True, help="Write the memory-mapped disk format (for millions of facts; opens at once).")
+@click.option("--backend", type=click.Choice(["file", "disk", "postgres"]), default="file", show_default=True,
+              help="Where the index goes: one file loaded in memory; a memory-mapped disk file (millions of facts, "
+                   "opens at once); or tables in PostgreSQL (needs --dsn).")
 @click.option("--memory-mb", type=click.IntRange(16, 1 << 20), default=1024, show_default=True,
-              help="With --disk: memory for sorting; beyond it, sorted runs go to disk next to --out.")
-def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | None, disk: bool, memory_mb: int) -> None:
+              help="With --backend disk: memory for sorting; beyond it, sorted runs go to disk next to --out.")
+@click.option("--dsn", envvar="FACTWEAVE_PG_DSN", default=None,
+              help="PostgreSQL connection string, e.g. 'host=127.0.0.1 dbname=facts user=me' (FACTWEAVE_PG_DSN).")
+@click.option("--name", "pg_name", envvar="FACTWEAVE_PG_INDEX", default="kb", show_default=True,
+              help="Name of the index in PostgreSQL; a rebuild under the same name replaces it atomically.")
+def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | None, backend: str, memory_mb: int,
+                dsn: str | None, pg_name: str) -> None:
     """Build the fact index of a knowledge source for a model's tokenizer.
 
     \b
     Example:
       factweave index build --kb facts.tsv --model smollm2-135m --out facts.fwi
-      factweave index build --kb big.tsv.gz --disk --memory-mb 2048 --out big.fwd
+      factweave index build --kb big.tsv.gz --backend disk --memory-mb 2048 --out big.fwd
+      factweave index build --kb facts.tsv --model smollm2-135m --backend postgres \\
+          --dsn "host=127.0.0.1 dbname=facts" --name facts
     """
     from .index.files import build_index_file, default_index_path
     from .index.tokens import tokenizer_fingerprint
@@ -117,13 +126,54 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
 
     model = model or DEFAULT_MODEL
     kb = kb or demo_kamel_root()
+    if backend == "postgres":
+        if not dsn:
+            raise click.UsageError("--backend postgres needs --dsn (or FACTWEAVE_PG_DSN)")
+        if out is not None:
+            raise click.UsageError("--out is for --backend file or disk")
+        from .index.postgres import build_postgres_index
+        from .knowledge.loaders import load_facts
+
+        tokenizer = load_tokenizer(model)
+        report = build_postgres_index(dsn, load_facts(kb, inverse=inverse), tokenizer, name=pg_name, progress=True,
+                                      meta={"model": model, "kb": str(Path(kb).resolve()), "inverse": inverse})
+        size = report.tree_bytes + report.facts_bytes
+        click.echo(f"{report.facts:,} facts, {report.nodes:,} nodes in {report.rows:,} rows, {size / 1e6:.1f} MB "
+                   f"(tree {report.tree_bytes / max(1, report.facts):.0f} bytes/fact), {report.seconds:.1f} s "
+                   f"-> PostgreSQL index {report.name!r} (schema {report.schema})")
+        return
     tokenizer = load_tokenizer(model)
     out = out or default_index_path(kb, tokenizer_fingerprint(tokenizer), inverse, default_cache_dir())
+    disk = backend == "disk"
     if disk and out.suffix == ".fwi":
         out = out.with_suffix(".fwd")
     _, report = build_index_file(kb, tokenizer, out, inverse=inverse, model_name=model, disk=disk, memory_mb=memory_mb)
     click.echo(f"{report.facts:,} facts, {report.nodes:,} nodes, {report.bytes / 1e6:.1f} MB, "
                f"{report.seconds:.1f} s -> {report.path}")
+
+
+@index_group.command("list")
+@click.option("--dsn", envvar="FACTWEAVE_PG_DSN", required=True,
+              help="PostgreSQL connection string (FACTWEAVE_PG_DSN).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def index_list(dsn: str, as_json: bool) -> None:
+    """List the fact indexes stored in a PostgreSQL database.
+
+    \b
+    Example:
+      factweave index list --dsn "host=127.0.0.1 dbname=facts"
+    """
+    from .index.postgres import list_indexes
+
+    found = list_indexes(dsn)
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    if not found:
+        click.echo("no fact indexes")
+    for i in found:
+        click.echo(f"{i['name']}\t{i['facts']:,} facts\t{i['model'] or i['tokenizer_fingerprint'][:12]}\t"
+                   f"built {i['built_at']}\t(schema {i['schema']})")
 
 
 @index_group.command("info")

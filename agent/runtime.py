@@ -25,10 +25,13 @@ __all__ = ["DEFAULT_MODEL", "load_settings_model", "open_agent", "open_chat", "o
 def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, index: str | Path | None = None,
                    inverse: bool = False, beams: int = 1, max_new_tokens: int = 160, device: str | None = None,
                    dtype: str | None = None, cache_dir: Path | None = None, progress: bool = True,
-                   loaded: LoadedModel | None = None, with_index: bool = True) -> FactGenerator:
+                   loaded: LoadedModel | None = None, with_index: bool = True, pg_dsn: str | None = None,
+                   pg_index: str = "kb") -> FactGenerator:
     """A ready :class:`FactGenerator`: ``model`` (preset, folder or HF id; or an already
     ``loaded`` one) over the knowledge source ``kb`` (default: the bundled demo KB), its index
-    cached under ``cache_dir`` (``with_index=False``: no KB index, per-call trees only).
+    cached under ``cache_dir`` (``with_index=False``: no KB index, per-call trees only). With
+    ``pg_dsn``, the index is the one named ``pg_index`` in that PostgreSQL database instead
+    (built beforehand with ``factweave index build --backend postgres``).
 
     >>> gen = open_generator("smollm2-135m")                      # doctest: +SKIP
     >>> gen.answer("What is the original language of Kalakalappu 2?").answer   # doctest: +SKIP
@@ -36,7 +39,11 @@ def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, 
     cache_dir = cache_dir or default_cache_dir()
     loaded = loaded or load_model(model, device=device, dtype=dtype, cache_dir=cache_dir)
     fact_index = None
-    if with_index:
+    if with_index and pg_dsn:
+        from .index.postgres import PostgresFactIndex
+
+        fact_index = PostgresFactIndex.open(pg_dsn, pg_index, tokenizer=loaded.tokenizer)
+    elif with_index:
         fact_index = open_index(kb or demo_kamel_root(), loaded.tokenizer, cache_dir, index_path=index,
                                 inverse=inverse, model_name=loaded.name, progress=progress)
     return FactGenerator(loaded.model, loaded.tokenizer, fact_index, beams=beams, max_new_tokens=max_new_tokens)
@@ -118,7 +125,9 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
     generator = open_generator(settings.model, settings.kb, index=settings.index, inverse=settings.inverse,
                                beams=settings.beams, max_new_tokens=settings.max_tokens,
                                cache_dir=settings.cache_dir(), progress=progress, loaded=loaded,
-                               with_index=tree != "question")
+                               with_index=tree != "question",
+                               pg_dsn=settings.pg_dsn.get_secret_value() if settings.pg_dsn else None,
+                               pg_index=settings.pg_index)
     web = open_web(settings, progress=progress) if tree != "kb" else None
     try:
         chat = open_chat(settings, loaded) if tree != "kb" and (settings.rerank or settings.max_rounds) else None

@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     kb: Path | None = Field(None, description="Knowledge source for the KB fact tree (FACTWEAVE_KB); default the demo KB.")
     index: Path | None = Field(None, description="A prebuilt index file for the KB (FACTWEAVE_INDEX).")
     inverse: bool = Field(False, description="Add inverse facts to the KB tree (FACTWEAVE_INVERSE).")
+    pg_dsn: SecretStr | None = Field(None, description="PostgreSQL holding the KB tree (FACTWEAVE_PG_DSN), e.g. "
+                                                       "'host=127.0.0.1 dbname=facts'; unset: the tree is a file.")
+    pg_index: str = Field("kb", description="Name of the KB tree in that database (FACTWEAVE_PG_INDEX).")
 
     # knowledge web and its backends
     web: Path | None = Field(None, description="Knowledge-web folder (FACTWEAVE_WEB); default the demo web, "

@@ -2,15 +2,24 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 # Fixtures that start real servers live in their own modules.
-pytest_plugins = ["graph_fixtures", "vector_fixtures", "llm_fixtures", "agent_fixtures", "ui_fixtures"]
+pytest_plugins = ["graph_fixtures", "vector_fixtures", "llm_fixtures", "agent_fixtures", "ui_fixtures", "pg_fixtures"]
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
+
+
+def run_cli(*args: str, cache: Path, timeout: int = 900) -> subprocess.CompletedProcess:
+    """``factweave ARGS`` in a child process with ``cache`` as its cache folder."""
+    env = {**os.environ, "FACTWEAVE_CACHE": str(cache), "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=timeout, check=False)
 
 
 def word_tokenizer(extra: tuple[str, ...] = ()):

@@ -148,7 +148,7 @@ def test_synthetic_kb_to_disk_index_info_and_verify(tmp_path, cache_dir):
     assert "2,000 facts" in run("kb", "synthetic", "--facts", "2000", "--seed", "3", "--out", str(kb), cache=cache_dir).stdout
     assert len(kb.read_text().splitlines()) == 2000
     out = tmp_path / "kb.fwd"
-    run("index", "build", "--kb", str(kb), "--model", "smollm2-135m", "--disk", "--memory-mb", "16", "--out", str(out),
+    run("index", "build", "--kb", str(kb), "--model", "smollm2-135m", "--backend", "disk", "--memory-mb", "16", "--out", str(out),
         cache=cache_dir)
     info = json.loads(run("index", "info", str(out), cache=cache_dir).stdout)
     assert info["format"] == "factweave-disk-index" and info["fact_count"] == info["meta"]["facts_given"] == 2000

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO
+from conftest import DATA, run_cli
 
 from agent.errors import FactweaveError, InputError
 from agent.eval.datasets import (
     load_questions,
     musique_documents,
-    musique_files,
+    question_files,
     popqa_documents,
     popqa_triples,
 )
@@ -31,11 +28,6 @@ POPQA = EVAL / "popqa_mini.json"
 MUSIQUE = EVAL / "musique_mini_with_paragraphs.json"
 KAMEL = DATA / "kamel_mini"
 
-
-def cli(*args: str, cache) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FACTWEAVE_CACHE": str(cache), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=900, check=False)
 
 
 # --- datasets ---------------------------------------------------------------------------------
@@ -58,7 +50,7 @@ def test_musique_questions_and_corpus_beside_them(tmp_path):
     questions = load_questions("musique", EVAL / "musique_mini_with_paragraphs.json")
     assert [q.answers for q in questions] == [("Ada Selden", "A. Selden"), ("Duchy of Orland", "Orland")]
     assert questions[0].meta["hops"] == 2
-    assert musique_files(EVAL) == (MUSIQUE, EVAL / "musique_mini_corpus.json")  # a folder works too
+    assert question_files("musique", EVAL) == (MUSIQUE, EVAL / "musique_mini_corpus.json")  # a folder works too
     docs = list(musique_documents(MUSIQUE))
     assert len(docs) == 5 and {d.source.split("#")[0] for d in docs} == {"musique_mini_corpus.json"}
     # Without a corpus file beside it, the paragraphs of the questions are the corpus.
@@ -81,7 +73,7 @@ def test_kamel_questions_round_robin_and_bad_data(tmp_path):
 
 def test_missing_data_is_one_line(tmp_path):
     missing = tmp_path / "popqa_500.json"
-    proc = cli("eval", "popqa", "--data", str(missing), "--model", "smollm2-135m", cache=tmp_path)
+    proc = run_cli("eval", "popqa", "--data", str(missing), "--model", "smollm2-135m", cache=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [f"Error: popqa data not found at {missing}"]
     assert proc.stdout == "" and list(tmp_path.iterdir()) == []  # nothing written, no model loaded
@@ -137,7 +129,13 @@ def test_evaluate_scores_both_modes(demo_generator):
 
 
 def _markdown_rows(text: str) -> dict[str, list[str]]:
-    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    """The first table of a report (the main one)."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("| "):
+            lines.append(line)
+        elif lines and not line.startswith("|"):
+            break
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
     assert tuple(header) == COLUMNS
     return {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines[1:])}
@@ -150,7 +148,12 @@ def _pct(value):
 def _check_report_files(report, out, methods):
     json_path, md_path = report.write(out)
     assert json_path.name == f"{report.dataset}-smollm2-135m.json" and md_path.suffix == ".md"
-    assert sorted(p.name for p in out.iterdir()) == sorted([json_path.name, md_path.name])  # no temp left
+    stem = json_path.stem
+    figures = [f"{stem}-{name}.png" for name in ("strata", "accuracy-precision", "latency")]
+    assert sorted(p.name for p in out.iterdir()) == sorted([json_path.name, md_path.name, *figures])  # no temp left
+    for name in figures:
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"![{name}]({name})" in md_path.read_text()
     data = json.loads(json_path.read_text())
     table = _markdown_rows(md_path.read_text())
     assert data["methods"] == list(methods) and list(table) == list(methods)
@@ -187,7 +190,7 @@ def test_popqa_all_methods_with_a_judge_behind_the_endpoint(smollm, openai_serve
     settings = load_settings(model="smollm2-135m", cache=tmp_path / "cache", max_tokens=32, k=5, max_rounds=0)
     report = run_evaluation("popqa", settings=settings, data=POPQA, limit=2, loaded=smollm,
                             judge_base_url=openai_server, judge_model="smollm2-135m", progress=False)
-    assert [r.method for r in report.results] == ["llm-only", "refactx", "web-rag", "agent"]
+    assert [r.method for r in report.results] == ["llm-only", "refactx", "web-rag", "agent", "kgd"]
     assert report.settings["judge"] == {"kind": "endpoint", "model": "smollm2-135m"}
     knowledge = report.settings["knowledge"]
     # KB tree = every fact of the web: the 3 gold triples and the paragraphs' sentences.
@@ -200,6 +203,9 @@ def test_popqa_all_methods_with_a_judge_behind_the_endpoint(smollm, openai_serve
         assert 1 <= len(row["facts"]) <= 5  # the top k web facts were in its prompt
         scores = [f["score"] for f in row["facts"]]
         assert scores == sorted(scores, reverse=True)  # best first
+    questions = {q.id: q for q in load_questions("popqa", POPQA)}
+    for row in by_method["kgd"].rows:  # KGD's chunks are cut from the question's own paragraphs
+        assert row["chunks"] and all(any(c in p for p in questions[row["id"]].meta["passages"]) for c in row["chunks"])
     for row in by_method["refactx"].rows:
         for fact in row["facts"]:
             assert row["text"][fact["start"]:fact["end"]] == fact["text"]
@@ -220,7 +226,7 @@ def test_popqa_all_methods_with_a_judge_behind_the_endpoint(smollm, openai_serve
                 assert row["judge"]["correct"] in (True, False, None)
                 assert row["judge"]["correct"] == parse_verdict(row["judge"]["reply"])
             assert row["exact"] == (row["answered"] and exact_match(row["prediction"], row["gold"]))
-    _check_report_files(report, tmp_path / "out", ["llm-only", "refactx", "web-rag", "agent"])
+    _check_report_files(report, tmp_path / "out", ["llm-only", "refactx", "web-rag", "agent", "kgd"])
 
 
 @pytest.mark.model
@@ -252,7 +258,7 @@ def test_kamel_folder_with_the_local_judge(smollm, tmp_path):
 @pytest.mark.model
 def test_cli_writes_json_and_markdown(tmp_path, cache_dir):
     out = tmp_path / "out"
-    proc = cli("eval", "kamel", "--data", str(KAMEL), "--method", "llm-only", "--limit", "2", "--no-judge",
+    proc = run_cli("eval", "kamel", "--data", str(KAMEL), "--method", "llm-only", "--limit", "2", "--no-judge",
                "--model", "smollm2-135m", "--max-tokens", "24", "--out", str(out), cache=cache_dir)
     assert proc.returncode == 0, proc.stderr
     md = (out / "kamel-smollm2-135m.md").read_text()
@@ -262,4 +268,4 @@ def test_cli_writes_json_and_markdown(tmp_path, cache_dir):
     assert row[6:8] == ["-", "-"]  # no judge
     data = json.loads((out / "kamel-smollm2-135m.json").read_text())
     assert data["settings"]["judge"] is None and data["settings"]["knowledge"] is None
-    assert [q["id"] for q in data["questions"]] == ["P19/dev/1", "P106/dev/1"]
+    assert [q["id"].split("/")[0] for q in data["questions"]] == ["P19", "P106"]  # one per relation

@@ -14,12 +14,17 @@ from .methods import METHODS, default_methods
 
 @click.group("eval")
 def eval_group() -> None:
-    """Evaluate on benchmark questions: LLM-only, ReFactX, web-RAG and the agent, side by side.
+    """Evaluate on benchmark questions: LLM-only, ReFactX, web-RAG, the agent, RCD and KGD, side by side.
+
+    Questions are sampled stratified by relation or question type (seeded). With --out, every
+    answer is saved as it finishes and the same command run again resumes; the report (JSON,
+    Markdown, figures) is written there.
 
     \b
     Example:
       factweave eval kamel --limit 30 --model smollm2-135m --out runs/
       factweave eval popqa --method refactx --method agent --limit 10
+      factweave eval compare runs/
     """
 
 
@@ -28,7 +33,7 @@ def _eval_options(f):
         click.option("--data", type=click.Path(path_type=Path), default=None,
                      help="The dataset's file or folder (default: see the command's help)."),
         click.option("--limit", type=click.IntRange(1), default=20, show_default=True,
-                     help="Questions: the first N (KAMEL: round-robin over relations)."),
+                     help="Questions: N, round-robin over relations / question types, seeded by --seed."),
         click.option("--method", "methods", multiple=True, type=click.Choice(list(METHODS)),
                      help="Methods to compare (repeat the option; default: every one that applies to the "
                           "dataset): " + "; ".join(f"{k}: {v}" for k, v in METHODS.items())),
@@ -51,12 +56,20 @@ def _eval_options(f):
         click.option("--judge-model", default=None,
                      help="The judge's model name at that endpoint (default: the first it serves); alone: an "
                           "OpenAI model (needs OPENAI_API_KEY)."),
-        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seeds the question sample and every random draw."),
+        click.option("--samples", type=click.IntRange(1, 16), default=1, show_default=True,
+                     help="KGD methods: sample N answers per question and report best-of-N (beam ones stay single)."),
+        click.option("--kgd-chunks", type=click.IntRange(1, 20), default=3, show_default=True,
+                     help="KGD methods: top passage chunks per question."),
+        click.option("--nli-model", default=None,
+                     help="kgd-nli: a cross-encoder NLI model (Hugging Face id or folder); default: the local model judges."),
         click.option("--device", default=None, help="cpu, cuda, ... (default: cpu)."),
         click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default=None,
                      help="Weights dtype (default float32 on CPU)."),
         click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help="Folder for <dataset>-<model>.json (every answer) and .md (the table)."),
+                     help="Folder for <dataset>-<model>.json (every answer), .md (the tables) and .png (figures); "
+                          "answers are saved there as they finish, so the same command resumes."),
     ]
     for opt in reversed(options):
         f = opt(f)
@@ -64,26 +77,30 @@ def _eval_options(f):
 
 
 def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, model, beams, max_tokens, batch_size, k,
-         max_rounds, judge, judge_base_url, judge_model, seed, device, dtype, out) -> None:
+         max_rounds, judge, judge_base_url, judge_model, seed, samples, kgd_chunks, nli_model, device, dtype,
+         out) -> None:
     from tqdm.auto import tqdm
 
     from ..settings import load_settings
     from .datasets import data_path, load_questions
-    from .evaluation import run_evaluation
+    from .evaluation import KGDOptions, run_evaluation
 
     settings = load_settings(config, model=model, beams=beams, max_tokens=max_tokens, device=device, dtype=dtype,
                              k=k, max_rounds=max_rounds)
     path = data_path(dataset, data)
     methods = tuple(methods) or default_methods(dataset)
-    total = len(load_questions(dataset, path, limit=limit, split=split)) * len(set(methods))  # checks the data first
+    # Loading the questions first checks the data before any model is loaded.
+    total = len(load_questions(dataset, path, limit=limit, split=split, seed=seed)) * len(set(methods))
     with tqdm(total=total, desc=f"{dataset}: answering", unit=" q", file=sys.stderr) as bar:
         report = run_evaluation(dataset, settings=settings, data=path, methods=methods, limit=limit, split=split,
                                 batch_size=batch_size, judge=judge, judge_base_url=judge_base_url,
-                                judge_model=judge_model, seed=seed, on_progress=bar.update)
+                                judge_model=judge_model, seed=seed, on_progress=bar.update,
+                                kgd=KGDOptions(samples=samples, chunks=kgd_chunks, nli_model=nli_model),
+                                out_dir=out)
     click.echo(report.markdown())
     if out is not None:
-        json_path, md_path = report.write(out)
-        click.echo(f"results -> {json_path} and {md_path}")
+        json_path, md_path = report.paths(out)
+        click.echo(f"results -> {json_path}, {md_path} and {len(report.figures)} figures")
 
 
 @eval_group.command("kamel", short_help="KAMEL questions over the KAMEL facts.")
@@ -113,6 +130,46 @@ def eval_popqa(**options) -> None:
       factweave eval popqa --limit 30 --model qwen2.5-coder-0.5b --out benchmarks/results/eval
     """
     _run("popqa", **options)
+
+
+@eval_group.command("hotpotqa", short_help="HotpotQA multi-hop questions over their passages.")
+@_eval_options
+def eval_hotpotqa(**options) -> None:
+    """HotpotQA questions (default: ../shared/data/hotpotqa/hotpotqa_train100_with_context.json,
+    web of hotpotqa_train100_corpus.json beside it); KB tree: every fact of the web; questions
+    stratified by type (bridge, comparison).
+
+    \b
+    Example:
+      factweave eval hotpotqa --limit 20 --method kgd --method chunks-greedy --samples 4 --out runs/
+    """
+    _run("hotpotqa", **options)
+
+
+@eval_group.command("compare", short_help="Runs side by side: one table per metric.")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--metric", "metrics", multiple=True,
+              help="Metrics to tabulate (repeat; default: exact_accuracy, exact_precision, approximate_accuracy, "
+                   "set_f1, seconds); also judge_accuracy, best_of_n.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the tables to this Markdown file.")
+def eval_compare(runs, metrics, out) -> None:
+    """Put the JSON reports of `factweave eval --out` side by side (a folder: every report in it).
+
+    \b
+    Example:
+      factweave eval compare benchmarks/results/eval/kamel-*.json benchmarks/results/eval/popqa-*.json
+      factweave eval compare runs/ --metric exact_accuracy --metric set_f1 --out runs/comparison.md
+    """
+    from .compare import DEFAULT_METRICS, compare_markdown, expand_runs, load_run
+
+    text = compare_markdown([load_run(p) for p in expand_runs(runs)], metrics or DEFAULT_METRICS)
+    click.echo(text)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
 
 
 @eval_group.command("musique", short_help="MuSiQue multi-hop questions over their corpus.")

@@ -4,21 +4,30 @@
 |---|---|---|---|
 | ``kamel`` | a KAMEL folder (the bundled demo KB) | a split's rows, round-robin over relations | the split's triples |
 | ``popqa`` | ``popqa_500.json`` (HippoRAG-2 format) | the first N | every question's paragraphs + its gold triple |
-| ``musique`` | ``musique_train100_with_paragraphs.json`` or its folder | the first N | the corpus beside it (``*_corpus.json``), else every question's paragraphs |
+| ``musique`` | ``musique_train100_with_paragraphs.json`` or its folder | stratified by hops | the corpus beside it (``*_corpus.json``), else every question's paragraphs |
+| ``hotpotqa`` | ``hotpotqa_train100_with_context.json`` or its folder | stratified by type (bridge, comparison) | the corpus beside it (``*_corpus.json``), else every question's context |
 
 The shared data is read where it lies (``../shared/data`` beside the checkout), never copied; a
-missing file is one line saying which and how to point at another. Question selection is
-deterministic: the same arguments always give the same questions.
+missing file is one line saying which and how to point at another.
+
+Question selection (:func:`sample_questions`) is stratified and seeded: questions are grouped by
+their stratum (KAMEL and PopQA: the relation; MuSiQue: the number of hops; HotpotQA: the question
+type), each group is shuffled with ``random.Random(seed)``, and the groups are taken round-robin
+in sorted order (numbers by value: P19 before P106), so ``limit=n`` spreads over as many strata as it can and the same arguments
+always give the same questions. Each question of a passage dataset carries its own passages
+(``meta["passages"]``), which knowledge-guided decoding reads.
 
 Example::
 
     questions = load_questions("popqa", limit=30)         # ../shared/data/popqa/popqa_500.json
-    questions[0].text, questions[0].answers
+    questions[0].text, questions[0].answers, questions[0].meta["relation"]
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import random
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,14 +36,16 @@ from ..errors import FactweaveError, InputError
 from ..knowledge.facts import Fact
 from ..web.documents import Document, read_json
 
-DATASETS = ("kamel", "popqa", "musique")
+DATASETS = ("kamel", "popqa", "musique", "hotpotqa")
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 _DEFAULT_FILES = {
     "popqa": SHARED_DATA / "popqa" / "popqa_500.json",
     "musique": SHARED_DATA / "musique" / "musique_train100_with_paragraphs.json",
+    "hotpotqa": SHARED_DATA / "hotpotqa" / "hotpotqa_train100_with_context.json",
 }
-_MUSIQUE_QUESTIONS = "_with_paragraphs.json"
-_MUSIQUE_CORPUS = "_corpus.json"
+# A passage dataset's questions file and the corpus file beside it share a stem.
+_QUESTION_SUFFIX = {"musique": "_with_paragraphs.json", "hotpotqa": "_with_context.json"}
+_CORPUS_SUFFIX = "_corpus.json"
 
 
 @dataclass(frozen=True)
@@ -69,20 +80,49 @@ def data_path(dataset: str, data: str | Path | None = None) -> Path:
 
 
 def load_questions(dataset: str, data: str | Path | None = None, *, limit: int | None = None,
-                   split: str = "dev") -> list[EvalQuestion]:
-    """The first ``limit`` questions of ``dataset`` (KAMEL: of ``split``, round-robin over relations)."""
+                   split: str = "dev", seed: int = 0) -> list[EvalQuestion]:
+    """``limit`` questions of ``dataset`` (KAMEL: of ``split``), stratified and seeded
+    (:func:`sample_questions`)."""
     path = data_path(dataset, data)
     if limit is not None and limit < 0:
         raise FactweaveError(f"limit must be 0 or more, got {limit}")
     if dataset == "kamel":
         from ..knowledge.kamel import kamel_questions
 
-        return [EvalQuestion(q.id, q.text, q.answers, {"relation": q.relation, "subject": q.subject,
-                                                      "objects": [list(names) for names in q.objects]})
-                for q in kamel_questions(path, split=split, limit=limit)]
-    reader = popqa_questions if dataset == "popqa" else musique_questions
-    questions = reader(path)
-    return questions if limit is None else questions[:limit]
+        questions = [EvalQuestion(q.id, q.text, q.answers,
+                                  {"relation": q.relation, "subject": q.subject,
+                                   "objects": [list(names) for names in q.objects]})
+                     for q in kamel_questions(path, split=split)]
+    else:
+        questions = {"popqa": popqa_questions, "musique": musique_questions,
+                     "hotpotqa": hotpotqa_questions}[dataset](path)
+    return sample_questions(questions, lambda q: str(q.meta.get("stratum", q.meta.get("relation", ""))),
+                            limit=limit, seed=seed)
+
+
+def natural_key(text: str) -> list[Any]:
+    """Sort key with numbers by value: P19 before P106."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part]
+
+
+def sample_questions(questions: Sequence[EvalQuestion], stratum: Callable[[EvalQuestion], str], *,
+                     limit: int | None, seed: int = 0) -> list[EvalQuestion]:
+    """Up to ``limit`` of ``questions``: grouped by ``stratum``, each group shuffled with
+    ``random.Random(seed)``, groups taken round-robin in sorted order (one of each, then a second
+    of each, ...). Deterministic for equal arguments."""
+    groups: dict[str, list[EvalQuestion]] = {}
+    for q in questions:
+        groups.setdefault(stratum(q), []).append(q)
+    rng = random.Random(seed)
+    ordered = [groups[key] for key in sorted(groups, key=natural_key)]
+    for group in ordered:
+        rng.shuffle(group)
+    picked: list[EvalQuestion] = []
+    for depth in range(max((len(g) for g in ordered), default=0)):
+        picked.extend(g[depth] for g in ordered if depth < len(g))
+        if limit is not None and len(picked) >= limit:
+            break
+    return picked if limit is None else picked[:limit]
 
 
 # --- PopQA ------------------------------------------------------------------------------------
@@ -124,9 +164,11 @@ def popqa_questions(path: str | Path) -> list[EvalQuestion]:
         where = f"row {i}"
         answers = _string_list(row.get("possible_answers"), path, f"{where} possible_answers")
         answers = answers or [_text(row, "obj", path, where)]
+        passages = [p.get("text", "") for p in row.get("paragraphs") or [] if isinstance(p, dict)]
         questions.append(EvalQuestion(f"popqa/{row.get('id', i)}", _text(row, "question", path, where),
                                       tuple(dict.fromkeys(answers)),
-                                      {"relation": row.get("prop", ""), "subject": row.get("subj", "")}))
+                                      {"relation": row.get("prop", ""), "subject": row.get("subj", ""),
+                                       "passages": [p for p in passages if isinstance(p, str) and p.strip()]}))
     return questions
 
 
@@ -152,40 +194,44 @@ def popqa_triples(path: str | Path) -> Iterator[Fact]:
 # --- MuSiQue ----------------------------------------------------------------------------------
 
 
-def musique_files(path: str | Path) -> tuple[Path, Path | None]:
-    """The questions file and the corpus beside it (``X_with_paragraphs.json`` -> ``X_corpus.json``)
-    of a MuSiQue file or folder; the corpus is None when there is none."""
+def question_files(dataset: str, path: str | Path) -> tuple[Path, Path | None]:
+    """The questions file and the corpus beside it of a MuSiQue or HotpotQA file or folder
+    (``X_with_paragraphs.json`` / ``X_with_context.json`` -> ``X_corpus.json``); the corpus is
+    None when there is none."""
+    suffix = _QUESTION_SUFFIX[dataset]
     path = Path(path)
     if path.is_dir():
-        found = sorted(path.glob(f"*{_MUSIQUE_QUESTIONS}"))
+        found = sorted(path.glob(f"*{suffix}"))
         if len(found) != 1:
-            raise FactweaveError(f"{path}: expected one *{_MUSIQUE_QUESTIONS} file in the folder, "
-                                 f"found {len(found)}")
+            raise FactweaveError(f"{path}: expected one *{suffix} file in the folder, found {len(found)}")
         path = found[0]
     corpus = None
-    if path.name.endswith(_MUSIQUE_QUESTIONS):
-        candidate = path.with_name(path.name[: -len(_MUSIQUE_QUESTIONS)] + _MUSIQUE_CORPUS)
+    if path.name.endswith(suffix):
+        candidate = path.with_name(path.name[: -len(suffix)] + _CORPUS_SUFFIX)
         corpus = candidate if candidate.is_file() else None
     return path, corpus
 
 
 def musique_questions(path: str | Path) -> list[EvalQuestion]:
     """MuSiQue rows: ``question``, ``answer`` and ``answer_aliases``."""
-    path, _ = musique_files(path)
+    path, _ = question_files("musique", path)
     questions = []
     for i, row in enumerate(_json_list(path)):
         where = f"row {i}"
         answers = [_text(row, "answer", path, where),
                    *_string_list(row.get("answer_aliases"), path, f"{where} answer_aliases")]
-        hops = row.get("question_decomposition") or []
+        hops = len(row.get("question_decomposition") or [])
+        passages = [p.get("paragraph_text", "") for p in row.get("paragraphs") or [] if isinstance(p, dict)]
         questions.append(EvalQuestion(f"musique/{row.get('id', i)}", _text(row, "question", path, where),
-                                      tuple(dict.fromkeys(answers)), {"hops": len(hops)}))
+                                      tuple(dict.fromkeys(answers)),
+                                      {"hops": hops, "stratum": f"{hops} hops",
+                                       "passages": [p for p in passages if isinstance(p, str) and p.strip()]}))
     return questions
 
 
 def musique_documents(path: str | Path) -> Iterator[Document]:
     """The passages of a MuSiQue set: its corpus file, else every question's paragraphs."""
-    questions, corpus = musique_files(path)
+    questions, corpus = question_files("musique", path)
     if corpus is not None:
         for i, item in enumerate(_json_list(corpus)):
             where = f"item {i}"
@@ -199,11 +245,64 @@ def musique_documents(path: str | Path) -> Iterator[Document]:
                            _text(paragraph, "paragraph_text", questions, where), f"{questions.name}#{i}")
 
 
+# --- HotpotQA ---------------------------------------------------------------------------------
+
+
+def _context_passages(row: dict[str, Any], path: Path, where: str) -> list[tuple[str, str]]:
+    """A HotpotQA row's ``context``: ``[[title, [sentence, ...]], ...]`` as (title, text) pairs."""
+    passages = []
+    for j, item in enumerate(row.get("context") or []):
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+                or not isinstance(item[1], list) or not all(isinstance(s, str) for s in item[1])):
+            raise InputError(path, 1, f"{where} context {j}: expected [title, [sentence, ...]]")
+        text = "".join(item[1]).strip()  # each sentence after the first keeps its leading space
+        if text:
+            passages.append((item[0].strip(), text))
+    return passages
+
+
+def hotpotqa_questions(path: str | Path) -> list[EvalQuestion]:
+    """HotpotQA rows: ``question``, ``answer``, ``type`` (bridge or comparison), ``level`` and the
+    ``context`` passages."""
+    path, _ = question_files("hotpotqa", path)
+    questions = []
+    for i, row in enumerate(_json_list(path)):
+        where = f"row {i}"
+        kind = str(row.get("type") or "unknown")
+        questions.append(EvalQuestion(f"hotpotqa/{row.get('_id', i)}", _text(row, "question", path, where),
+                                      (_text(row, "answer", path, where),),
+                                      {"type": kind, "level": row.get("level", ""), "stratum": kind,
+                                       "passages": [text for _, text in _context_passages(row, path, where)]}))
+    return questions
+
+
+def hotpotqa_documents(path: str | Path) -> Iterator[Document]:
+    """The passages of a HotpotQA set: its corpus file (title -> sentences), else every
+    question's context (the same passage twice is one document in the web)."""
+    from ..web.documents import read_documents
+
+    questions, corpus = question_files("hotpotqa", path)
+    if corpus is not None:
+        yield from read_documents([corpus])
+        return
+    for i, row in enumerate(_json_list(questions)):
+        for title, text in _context_passages(row, questions, f"row {i}"):
+            yield Document(title, text, f"{questions.name}#{i}")
+
+
+def dataset_documents(dataset: str, path: str | Path) -> Iterator[Document]:
+    """The passages a passage dataset's web is built from."""
+    readers = {"popqa": popqa_documents, "musique": musique_documents, "hotpotqa": hotpotqa_documents}
+    if dataset not in readers:
+        raise FactweaveError(f"{dataset} has no passages")
+    return readers[dataset](path)
+
+
 def knowledge_files(dataset: str, path: Path, split: str = "dev") -> list[Path]:
     """The files a dataset's knowledge web is built from (their bytes key the cached web)."""
     if dataset == "kamel":
         return sorted((path / "relations").glob(f"P*/{split}.jsonl")) + [path / "property-labels.tsv"]
-    if dataset == "musique":
-        questions, corpus = musique_files(path)
+    if dataset in _QUESTION_SUFFIX:
+        questions, corpus = question_files(dataset, path)
         return [corpus or questions]
     return [path]

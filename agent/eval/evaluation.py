@@ -17,6 +17,7 @@ import platform
 import random
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,9 @@ from .datasets import data_path, load_questions
 from .judge import AnswerJudge
 from .methods import (KAMEL_ONLY, METHODS, AgentMethod, LLMOnlyMethod, MajorityMethod, RCDMethod, ReFactXMethod,
                       VanillaSetMethod, WebRAGMethod, default_methods, web_rag_generator)
-from .report import EvalReport
+from .kgd import VARIANTS as KGD_VARIANTS
+from .report import EvalReport, file_stem
+from .resume import RowLog
 from .run import evaluate_methods
 
 if TYPE_CHECKING:
@@ -53,10 +56,10 @@ def judge_client(loaded: LoadedModel, *, base_url: str | None = None, model: str
 
 def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
                  knowledge: EvalKnowledge | None, *, kamel_root: Path | None = None,
-                 split: str = "dev") -> list[Any]:
+                 split: str = "dev", kgd: KGDOptions | None = None, seed: int = 0) -> list[Any]:
     """The methods ``names`` (in :data:`METHODS` order) on ``loaded``, over ``knowledge``; the
     KAMEL-only methods take their candidates from ``kamel_root`` (every split) and the majority
-    from a split other than ``split``."""
+    from a split other than ``split``; the KGD family (``agent.eval.kgd``) runs with ``kgd``."""
     from ..decoding import FactGenerator
 
     unknown = [n for n in names if n not in METHODS]
@@ -79,7 +82,12 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
 
         candidates = relation_objects(kamel_root)
     methods: list[Any] = []
+    if KGD_VARIANTS.keys() & set(names):
+        methods_kgd = _kgd_methods(names, loaded, settings, knowledge, kgd or KGDOptions(), seed)
     for name in (n for n in METHODS if n in names):
+        if name in KGD_VARIANTS:
+            methods.append(methods_kgd[name])
+            continue
         if name == "llm-only":
             methods.append(LLMOnlyMethod(generator))
         elif name == "refactx":
@@ -99,6 +107,42 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
     return methods
 
 
+@dataclass(frozen=True)
+class KGDOptions:
+    """Knowledge-guided decoding settings of a run: ``samples`` > 1 scores best-of-n; ``chunks``:
+    top chunks per question; ``nli_model``: a cross-encoder (Hugging Face id or folder) for
+    ``kgd-nli``, else the local model judges; ``max_tokens``: the short answer's limit."""
+
+    samples: int = 1
+    chunks: int = 3
+    nli_model: str | None = None
+    max_tokens: int = 32
+    top_m: int = 4
+    weight: float = 2.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _kgd_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings, knowledge: EvalKnowledge | None,
+                 options: KGDOptions, seed: int) -> dict[str, Any]:
+    from ..decoding.kgd import CachedEncoder, EntailmentScorer, SimilarityScorer, load_judge
+    from ..embeddings import Embedder
+    from .kgd import KGDMethod, QuestionChunks
+
+    wanted = [KGD_VARIANTS[n] for n in names if n in KGD_VARIANTS]
+    encoder = CachedEncoder(knowledge.web.embedder if knowledge is not None else Embedder(settings.embedder))
+    chunks = QuestionChunks(encoder, knowledge.web if knowledge is not None else None, n=options.chunks, k=settings.k)
+    scorers: dict[str, Any] = {}
+    if any(v.scorer == "similarity" for v in wanted):
+        scorers["similarity"] = SimilarityScorer(encoder)
+    if any(v.scorer == "entailment" for v in wanted):
+        scorers["entailment"] = EntailmentScorer(load_judge(options.nli_model, loaded))
+    return {v.name: KGDMethod(loaded, v, chunks, scorers.get(v.scorer or ""), max_new_tokens=options.max_tokens,
+                              samples=options.samples, seed=seed, top_m=options.top_m, weight=options.weight)
+            for v in wanted}
+
+
 def _agent(generator: Any, knowledge: EvalKnowledge, settings: Settings, loaded: LoadedModel) -> Any:
     from ..agent import FactAgent
     from ..rerank import Reranker
@@ -114,10 +158,17 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
                    methods: Sequence[str] | None = None, limit: int | None = 20, split: str = "dev",
                    batch_size: int = 4, judge: bool = True, judge_base_url: str | None = None,
                    judge_model: str | None = None, seed: int = 0, progress: bool = True,
-                   loaded: LoadedModel | None = None,
+                   loaded: LoadedModel | None = None, kgd: KGDOptions | None = None,
+                   out_dir: Path | None = None,
                    on_progress: Callable[[int], None] | None = None) -> EvalReport:
-    """Evaluate ``methods`` on the first ``limit`` questions of ``dataset`` with the model and
-    agent settings of ``settings`` (``loaded``: reuse a model already loaded)."""
+    """Evaluate ``methods`` on ``limit`` questions of ``dataset`` (stratified, seeded) with the
+    model and agent settings of ``settings`` (``loaded``: reuse a model already loaded).
+
+    With ``out_dir``, every finished question is saved there at once
+    (:class:`~agent.eval.resume.RowLog`), a run with the same settings asks only the questions
+    that are missing, and the report is written there (:meth:`EvalReport.write`), after which
+    the log is removed.
+    """
     import numpy as np
     import torch
 
@@ -126,10 +177,33 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
     if dataset != "kamel" and KAMEL_ONLY & set(methods):
         raise FactweaveError(f"{sorted(KAMEL_ONLY & set(methods))[0]} answers from a KAMEL relation's objects: "
                              "use it with `factweave eval kamel`")
+    kgd = kgd or KGDOptions()
     path = data_path(dataset, data)
-    questions = load_questions(dataset, path, limit=limit, split=split)
+    questions = load_questions(dataset, path, limit=limit, split=split, seed=seed)
     if not questions:
         raise FactweaveError(f"no {dataset} questions in {path}")
+    names = [m for m in METHODS if m in methods]
+    uses_kgd = bool(KGD_VARIANTS.keys() & set(names))
+    run_settings: dict[str, Any] = {
+        "data": str(path), "split": split if dataset == "kamel" else None, "limit": limit,
+        "questions": len(questions), "methods": names,
+        "model": settings.model, "device": settings.device or "cpu", "dtype": settings.dtype or "default",
+        "beams": settings.beams, "max_tokens": settings.max_tokens, "batch_size": batch_size, "seed": seed,
+        "agent": {"tree": "both", "k": settings.k, "rerank": settings.rerank, "max_rounds": settings.max_rounds,
+                  "max_subqueries": settings.max_subqueries},
+        "kgd": kgd.as_dict() if uses_kgd else None,
+        "judge": ({"kind": "endpoint" if judge_base_url else ("openai" if judge_model else "local"),
+                   "model": judge_model or None} if judge else None),
+    }
+    log = done = None
+    if out_dir is not None:
+        log = RowLog.open(out_dir, file_stem(dataset, settings.model),
+                          {**run_settings, "dataset": dataset, "question_ids": [q.id for q in questions]})
+        done = log.rows()
+        if done and progress:
+            import sys
+
+            print(f"Resuming: {len(done)} answers saved in {log.path}", file=sys.stderr)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -138,32 +212,32 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
 
         loaded = load_settings_model(settings)
     knowledge = None
-    if _NEEDS_KNOWLEDGE & set(methods):
+    kamel_chunks = dataset == "kamel" and any(KGD_VARIANTS[n].chunks for n in names if n in KGD_VARIANTS)
+    if _NEEDS_KNOWLEDGE & set(methods) or kamel_chunks:
         from .knowledge import open_knowledge
 
         knowledge = open_knowledge(dataset, path, settings, loaded.tokenizer, split=split,
                                    model_name=settings.model, progress=progress)
     try:
         built = open_methods(methods, loaded, settings, knowledge, kamel_root=path if dataset == "kamel" else None,
-                             split=split)
+                             split=split, kgd=kgd, seed=seed)
         client = judge_client(loaded, base_url=judge_base_url, model=judge_model) if judge else None
         ready = time.perf_counter()
         results = evaluate_methods(built, questions, judge=AnswerJudge(client) if client else None,
-                                   batch_size=batch_size, on_progress=on_progress)
+                                   batch_size=batch_size, on_progress=on_progress, done=done,
+                                   on_row=log.append if log is not None else None)
     finally:
         if knowledge is not None:
             knowledge.close()
-    run_settings = {
-        "data": str(path), "split": split if dataset == "kamel" else None, "limit": limit,
-        "questions": len(questions), "methods": [m.name for m in built],
-        "model": settings.model, "device": settings.device or "cpu", "dtype": settings.dtype or "default",
-        "beams": settings.beams, "max_tokens": settings.max_tokens, "batch_size": batch_size, "seed": seed,
-        "agent": {"tree": "both", "k": settings.k, "rerank": settings.rerank, "max_rounds": settings.max_rounds,
-                  "max_subqueries": settings.max_subqueries},
-        "judge": ({"kind": "endpoint" if judge_base_url else ("openai" if judge_model else "local"),
-                   "model": client.name} if client else None),
-        "knowledge": knowledge.describe() if knowledge is not None else None,
-    }
+    if client is not None:
+        run_settings["judge"]["model"] = client.name
+    run_settings["knowledge"] = knowledge.describe() if knowledge is not None else None
     meta = {"setup_seconds": round(ready - started, 1), "machine": {
         "platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads()}}
-    return EvalReport(dataset, settings.model, run_settings, results, time.perf_counter() - started, meta)
+    if done:
+        meta["resumed_rows"] = len(done)
+    report = EvalReport(dataset, settings.model, run_settings, results, time.perf_counter() - started, meta)
+    if log is not None:
+        report.write(out_dir)
+        log.remove()
+    return report

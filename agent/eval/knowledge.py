@@ -5,7 +5,7 @@
   ``open_generator`` caches.
 - ``popqa``: the web holds every question's paragraphs (sentence decomposer) and every gold
   triple; the KB tree is every fact of that web, statements and triples alike.
-- ``musique``: the web holds the corpus; the KB tree is every fact of the web.
+- ``musique`` / ``hotpotqa``: the web holds the corpus; the KB tree is every fact of the web.
 
 So the constrained-only method (KB tree), web-RAG (web facts in the prompt) and the agent (both)
 draw on the same knowledge. A dataset's web is built once into
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .datasets import knowledge_files, musique_documents, popqa_documents, popqa_triples
+from .datasets import dataset_documents, knowledge_files, popqa_triples
 
 if TYPE_CHECKING:
     from ..index import FactIndex
@@ -124,7 +124,7 @@ def dataset_web(dataset: str, path: Path, settings: Settings, *, split: str = "d
             reports["triples"] = web.add_triples(load_facts(path, splits=(split,)), source=f"kamel {split}",
                                                  progress=progress).as_dict()
         else:
-            documents = popqa_documents(path) if dataset == "popqa" else musique_documents(path)
+            documents = dataset_documents(dataset, path)
             reports["documents"] = web.add_documents(documents, SentenceDecomposer(), progress=progress).as_dict()
             if dataset == "popqa":
                 reports["triples"] = web.add_triples(popqa_triples(path), source="popqa gold triples",

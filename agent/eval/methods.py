@@ -9,6 +9,7 @@
 | ``rcd`` / ``rcd-static`` | KAMEL: the relation's objects (or every relation's) as candidates | a trie of candidates, ``;`` between answers |
 | ``vd`` | none (the RCD prompt) | free, split at ``;`` |
 | ``majority`` | the relation's most frequent object on other rows | no model |
+| ``kgd`` and its variants | the question's top passage chunks (``agent.eval.kgd``) | logits nudged towards the chunks |
 
 Each method answers a batch of questions (``answer_batch``) and says, per question, the
 prediction, whether generation finished (not truncated), the facts it stated or was given, and
@@ -259,11 +260,22 @@ METHODS: dict[str, str] = {
     "rcd-static": "KAMEL only: the same from one trie over every relation's objects",
     "vd": "KAMEL only: the RCD prompt without the constraint",
     "majority": "KAMEL only: the relation's most frequent object (no model)",
+    "kgd": "knowledge-guided decoding: the question's top passage chunks (KAMEL: its web facts) in the prompt, "
+           "decoding nudged towards them by similarity",
+    "kgd-nli": "the same with NLI entailment rewards (--nli-model, else the local model judges)",
+    "kgd-guide": "KGD by similarity with the chunks guiding decoding only, not in the prompt",
+    "chunks-greedy": "KGD baseline: the same chunks in the prompt, greedy",
+    "chunks-beam": "KGD baseline: the same chunks in the prompt, beam search (4 beams)",
+    "greedy": "KGD baseline: the short-answer prompt, no chunks, greedy",
+    "beam": "KGD baseline: the short-answer prompt, no chunks, beam search (4 beams)",
 }
 # Methods that need KAMEL's relations (their candidates are a relation's objects).
 KAMEL_ONLY = frozenset({"rcd", "rcd-static", "vd", "majority"})
+# Run only when asked for: KGD's ablations and baselines.
+OPT_IN = frozenset({"kgd-nli", "kgd-guide", "chunks-greedy", "chunks-beam", "greedy", "beam"})
 
 
 def default_methods(dataset: str) -> tuple[str, ...]:
-    """Every method that applies to ``dataset``, in :data:`METHODS` order."""
-    return tuple(m for m in METHODS if dataset == "kamel" or m not in KAMEL_ONLY)
+    """The methods run when none is named: every one that applies to ``dataset`` except KGD's
+    ablations and baselines (:data:`OPT_IN`), in :data:`METHODS` order."""
+    return tuple(m for m in METHODS if m not in OPT_IN and (dataset == "kamel" or m not in KAMEL_ONLY))

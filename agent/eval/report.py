@@ -7,6 +7,10 @@ answered, matched and judged correct, the facts it stated or was given, tokens a
 
     | method | answered | EM acc | EM prec | approx acc | approx prec | judge acc | judge prec | s/question | tokens/question |
 
+then, where they apply, the set answers' macro P/R/F1 over relations, best-of-n accuracy, the
+scores per stratum (relation or question type), and the figures of ``agent.eval.plots``
+(``<stem>-strata.png``, ``<stem>-accuracy-precision.png``, ``<stem>-latency.png``).
+
 Both files are written aside and renamed into place, so a reader never sees half a report.
 
 Example::
@@ -20,15 +24,19 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .datasets import natural_key
+from .plots import stratum_scores, write_plots
 from .run import MethodResult
 
 COLUMNS = ("method", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "judge acc", "judge prec",
            "s/question", "tokens/question")
-_TITLES = {"kamel": "KAMEL", "popqa": "PopQA", "musique": "MuSiQue"}
+DATASET_TITLES = {"kamel": "KAMEL", "popqa": "PopQA", "musique": "MuSiQue", "hotpotqa": "HotpotQA"}
 
 
 def percent(value: float | None) -> str:
@@ -48,6 +56,12 @@ def table_rows(results: list[MethodResult]) -> list[list[str]]:
     return rows
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """The lines of a Markdown table."""
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
 def file_stem(dataset: str, model: str) -> str:
     """``popqa-smollm2-135m``; a model path or Hub id becomes a safe file name."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/").replace("/", "--")).strip("_") or "model"
@@ -64,10 +78,11 @@ class EvalReport:
     results: list[MethodResult]
     wall_seconds: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
+    figures: list[str] = field(default_factory=list)  # file names, set by write()
 
     def title(self) -> str:
         total = self.results[0].score.total if self.results else 0
-        return f"{_TITLES.get(self.dataset, self.dataset)}, {total} questions, {self.model}"
+        return f"{DATASET_TITLES.get(self.dataset, self.dataset)}, {total} questions, {self.model}"
 
     def as_dict(self) -> dict[str, Any]:
         questions: list[dict[str, Any]] = []
@@ -85,29 +100,55 @@ class EvalReport:
                 "scores": {r.method: r.summary() for r in self.results}, "questions": questions}
 
     def markdown(self) -> str:
-        """The table with a title line and a line on how to read it."""
-        lines = [f"### {self.title()}", "",
-                 "| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
-        lines += ["| " + " | ".join(row) + " |" for row in table_rows(self.results)]
+        """The tables with a title line and a line on how to read them."""
+        lines = [f"### {self.title()}", "", *markdown_table(COLUMNS, table_rows(self.results))]
         sets = [(r.method, r.set_scores) for r in self.results if r.set_scores is not None]
         if sets:
-            lines += ["", "Set answers, macro-averaged over relations (the RCD paper's metric):", "",
-                      "| method | macro P | macro R | macro F1 | relations |", "|---|---|---|---|---|"]
-            lines += [f"| {m} | {percent(s['precision'])} | {percent(s['recall'])} | {percent(s['f1'])} | {s['groups']} |"
-                      for m, s in sets]
+            lines += ["", "Set answers, macro-averaged over relations (the RCD paper's metric):", ""]
+            lines += markdown_table(("method", "macro P", "macro R", "macro F1", "relations"),
+                                    [[m, percent(s["precision"]), percent(s["recall"]), percent(s["f1"]),
+                                      str(s["groups"])] for m, s in sets])
+        sampled = [(r.method, r.best_of_n) for r in self.results if r.best_of_n is not None]
+        if sampled:
+            lines += ["", "Best-of-n (one of n sampled answers matches; the KGD paper's metric):", ""]
+            lines += markdown_table(("method", "n", "EM acc", "approx acc"),
+                                    [[m, str(b["n"]), percent(b["exact_accuracy"]),
+                                      percent(b["approximate_accuracy"])] for m, b in sampled])
+        lines += self._strata_lines()
         judge = self.settings.get("judge") or {}
         lines += ["", "Accuracy over all questions, precision over the answered ones (abstentions and truncated "
                   "answers excluded); EM: normalized exact match; approx: whole-word containment either way; "
                   f"judge: {judge.get('model', 'none')} ({judge.get('kind', 'no judge')}). "
                   f"Wall time {self.wall_seconds:.0f} s.", ""]
+        if self.figures:
+            lines += [f"![{name}]({name})" for name in self.figures] + [""]
         return "\n".join(lines)
 
+    def _strata_lines(self) -> list[str]:
+        scores = {r.method: stratum_scores(r) for r in self.results}
+        strata = sorted({s for per in scores.values() for s in per}, key=natural_key)
+        if len(strata) < 2:
+            return []
+        counts = Counter(str(row.get("stratum") or "all") for row in self.results[0].rows)
+        lines = ["", "Per stratum (relation or question type): macro F1 for set answers, else EM accuracy:", ""]
+        return lines + markdown_table(("stratum", "questions", *scores),
+                                      [[s, str(counts[s]), *(percent(per.get(s)) for per in scores.values())]
+                                       for s in strata])
+
+    def paths(self, out_dir: Path) -> tuple[Path, Path]:
+        """Where :meth:`write` puts the JSON and the Markdown."""
+        stem = file_stem(self.dataset, self.model)
+        return Path(out_dir) / f"{stem}.json", Path(out_dir) / f"{stem}.md"
+
     def write(self, out_dir: Path) -> tuple[Path, Path]:
-        """Write ``<dataset>-<model>.json`` and ``.md`` into ``out_dir`` (created), each atomically."""
+        """Write ``<dataset>-<model>.json``, the figures and ``.md`` into ``out_dir`` (created),
+        each atomically."""
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         stem = file_stem(self.dataset, self.model)
-        json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
+        json_path, md_path = self.paths(out_dir)
+        if self.results:
+            self.figures = [p.name for p in write_plots(self, out_dir, stem)]
         _write_atomic(json_path, json.dumps(self.as_dict(), ensure_ascii=False, indent=1) + "\n")
         _write_atomic(md_path, self.markdown())
         return json_path, md_path

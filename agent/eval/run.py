@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .datasets import EvalQuestion
 from .judge import AnswerJudge
-from .methods import EvalMethod
+from .methods import EvalMethod, MethodAnswer
 from .metrics import (Record, Score, SetScore, approximate_match, counts_as_answered, exact_match, macro_set_scores,
                       score, set_score)
 
@@ -61,6 +61,17 @@ class MethodResult:
         return sum(bool(r["judge"]["correct"]) == r["approximate"] for r in judged) / len(judged)
 
     @property
+    def best_of_n(self) -> dict[str, Any] | None:
+        """Sampling methods only: the share of questions where one of the ``n`` samples matched
+        (exact and approximate), the KGD paper's best-of-n accuracy; None for other methods."""
+        scored = [r["best_of_n"] for r in self.rows if "best_of_n" in r]
+        if not scored:
+            return None
+        return {"n": max(s["n"] for s in scored),
+                "exact_accuracy": sum(s["exact"] for s in scored) / len(self.rows),
+                "approximate_accuracy": sum(s["approximate"] for s in scored) / len(self.rows)}
+
+    @property
     def set_scores(self) -> dict[str, Any] | None:
         """Set answers only (RCD, VD, majority): precision, recall and F1 macro-averaged over
         relations (``groups``: how many), as in the RCD paper; None for other methods."""
@@ -74,6 +85,8 @@ class MethodResult:
         out: dict[str, Any] = dict(self.score.as_dict())
         if self.set_scores is not None:
             out["set_macro"] = self.set_scores
+        if self.best_of_n is not None:
+            out["best_of_n"] = self.best_of_n
         # The median resists a batch slowed by something else on the machine; the mean is the cost.
         median = statistics.median(r["seconds"] for r in self.rows) if self.rows else 0.0
         out.update(seconds=round(self.seconds, 2), seconds_per_question=round(self.seconds_per_question, 3),
@@ -89,51 +102,77 @@ class MethodResult:
         return {"method": self.method, **self.summary(), "questions": self.rows}
 
 
+def _record(row: dict[str, Any], judged: bool) -> Record:
+    # With a judge, every record carries a verdict (an unusable one is not correct; score()
+    # ignores those of unanswered questions), so the judge's rates exist even when nothing was
+    # answered.
+    verdict = (row.get("judge") or {}).get("correct")
+    return Record(row["prediction"], tuple(row["gold"]), not row["truncated"], bool(verdict) if judged else None)
+
+
+def _row(question: EvalQuestion, answer: MethodAnswer, seconds: float) -> dict[str, Any]:
+    answered = counts_as_answered(answer.prediction, answer.finished)
+    row = {"id": question.id, "question": question.text, "gold": list(question.answers),
+           **answer.as_dict(), "answered": answered,
+           "exact": answered and exact_match(answer.prediction, question.answers),
+           "approximate": answered and approximate_match(answer.prediction, question.answers),
+           "seconds": round(seconds, 3)}
+    if question.meta.get("stratum") or question.meta.get("relation"):
+        row["stratum"] = str(question.meta.get("stratum") or question.meta.get("relation"))
+    if "answers" in answer.extra and question.meta.get("objects"):
+        row["relation"] = question.meta.get("relation", "")
+        row["set"] = set_score(answer.extra["answers"], question.meta["objects"]).as_dict()
+    if "samples" in answer.extra:
+        samples = answer.extra["samples"]
+        row["best_of_n"] = {"n": len(samples),
+                            "exact": any(counts_as_answered(s) and exact_match(s, question.answers) for s in samples),
+                            "approximate": any(counts_as_answered(s) and approximate_match(s, question.answers)
+                                               for s in samples)}
+    return row
+
+
 def evaluate_methods(methods: Sequence[EvalMethod], questions: Sequence[EvalQuestion], *,
                      judge: AnswerJudge | None = None, batch_size: int = 4,
-                     on_progress: Callable[[int], None] | None = None) -> list[MethodResult]:
+                     on_progress: Callable[[int], None] | None = None,
+                     done: Mapping[tuple[str, str], dict[str, Any]] | None = None,
+                     on_row: Callable[[str, dict[str, Any]], None] | None = None) -> list[MethodResult]:
     """Answer ``questions`` with each method in turn, judge the answered ones, and score.
 
-    ``on_progress(n)`` is called after each batch with the number of questions it held.
+    ``done`` maps (method, question id) to rows saved by an earlier, interrupted run with the
+    same settings: those questions are not asked again. ``on_row(method, row)`` is called as each
+    new row is finished (to save it); ``on_progress(n)`` after each batch with the number of
+    questions it held (resumed ones count at the start).
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
+    done = done or {}
     results = []
     for method in methods:
         size = batch_size if method.batched else 1
-        rows: list[dict[str, Any]] = []
-        records: list[Record] = []
-        seconds = judge_seconds = 0.0
-        for start in range(0, len(questions), size):
-            batch = list(questions[start : start + size])
+        rows: dict[str, dict[str, Any]] = {q.id: done[(method.name, q.id)] for q in questions
+                                          if (method.name, q.id) in done}
+        if rows and on_progress is not None:
+            on_progress(len(rows))
+        todo = [q for q in questions if q.id not in rows]
+        for start in range(0, len(todo), size):
+            batch = todo[start : start + size]
             t = time.perf_counter()
             answers = method.answer_batch(batch)
             elapsed = time.perf_counter() - t
-            seconds += elapsed
             for question, answer in zip(batch, answers):
-                answered = counts_as_answered(answer.prediction, answer.finished)
-                row = {"id": question.id, "question": question.text, "gold": list(question.answers),
-                       **answer.as_dict(), "answered": answered,
-                       "exact": answered and exact_match(answer.prediction, question.answers),
-                       "approximate": answered and approximate_match(answer.prediction, question.answers),
-                       "seconds": round(elapsed / len(batch), 3)}
-                if "answers" in answer.extra and question.meta.get("objects"):
-                    row["relation"] = question.meta.get("relation", "")
-                    row["set"] = set_score(answer.extra["answers"], question.meta["objects"]).as_dict()
-                verdict = None
-                if judge is not None and answered:
+                row = _row(question, answer, elapsed / len(batch))
+                if judge is not None and row["answered"]:
                     t = time.perf_counter()
                     judged = judge.judge(question.text, question.answers, answer.prediction)
-                    judge_seconds += time.perf_counter() - t
-                    row["judge"] = judged.as_dict()
-                    verdict = judged.correct
-                rows.append(row)
-                # With a judge, every record carries a verdict (an unusable one is not correct;
-                # score() ignores those of unanswered questions), so the judge's rates exist
-                # even when nothing was answered.
-                records.append(Record(answer.prediction, question.answers, answer.finished,
-                                      bool(verdict) if judge is not None else None))
+                    row["judge"] = {**judged.as_dict(), "seconds": round(time.perf_counter() - t, 3)}
+                rows[question.id] = row
+                if on_row is not None:
+                    on_row(method.name, row)
             if on_progress is not None:
                 on_progress(len(batch))
-        results.append(MethodResult(method.name, score(records), seconds, rows, judge_seconds))
+        ordered = [rows[q.id] for q in questions]
+        records = [_record(r, judge is not None) for r in ordered]
+        seconds = sum(r["seconds"] for r in ordered)
+        judge_seconds = sum((r.get("judge") or {}).get("seconds", 0.0) for r in ordered)
+        results.append(MethodResult(method.name, score(records), seconds, ordered, judge_seconds))
     return results

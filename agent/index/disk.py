@@ -265,7 +265,7 @@ def read_disk_header(path: str | Path) -> dict[str, Any]:
             actual = os.fstat(f.fileno()).st_size
             raw = f.read(min(size, actual))
     except FileNotFoundError:
-        raise FactweaveError(f"{path}: no such index file (build one with `factweave index build --disk`)") from None
+        raise FactweaveError(f"{path}: no such index file (build one with `factweave index build --backend disk`)") from None
     if len(raw) != size:
         raise FactweaveError(f"{path}: index file is truncated (header incomplete)")
     try:
@@ -351,7 +351,7 @@ class DiskFactIndex:
                 raise IndexMismatchError(
                     f"{path}: this index was built for {built_for} (tokenizer {header['tokenizer_fingerprint'][:12]}), "
                     f"not for the loaded model's tokenizer ({mine[:12]}); rebuild it with "
-                    f"`factweave index build --disk --model <your model>`")
+                    f"`factweave index build --backend disk --model <your model>`")
         index = cls(path, header, tokenizer)
         index.verify(limit=None if verify else _EAGER_VERIFY)
         return index

@@ -1,0 +1,221 @@
+"""The evaluation harness around the methods: stratified seeded sampling, HotpotQA, resuming an
+interrupted run, knowledge-guided decoding as methods (with best-of-n), and `eval compare`."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from conftest import DATA, REPO, run_cli
+
+from agent.errors import FactweaveError, InputError
+from agent.eval.compare import compare_markdown, expand_runs, load_run
+from agent.eval.datasets import EvalQuestion, hotpotqa_documents, load_questions, question_files, sample_questions
+
+EVAL = DATA / "eval"
+POPQA = EVAL / "popqa_mini.json"
+HOTPOT = EVAL / "hotpotqa_mini_with_context.json"
+KAMEL = DATA / "kamel_mini"
+
+
+
+# --- sampling and HotpotQA ----------------------------------------------------------------------
+
+
+def _questions(strata: dict[str, int]) -> list[EvalQuestion]:
+    return [EvalQuestion(f"{s}/{i}", f"q {s} {i}?", ("a",), {"relation": s}) for s, n in strata.items()
+            for i in range(n)]
+
+
+def test_sampling_is_stratified_seeded_and_deterministic():
+    pool = _questions({"P106": 5, "P19": 3, "P2": 1})
+    key = lambda q: q.meta["relation"]  # noqa: E731
+    first = sample_questions(pool, key, limit=5, seed=0)
+    # Round-robin over strata, numbers by value (P2, P19, P106), a stratum that runs out is skipped.
+    assert [q.meta["relation"] for q in first] == ["P2", "P19", "P106", "P19", "P106"]
+    assert sample_questions(pool, key, limit=5, seed=0) == first  # same arguments, same questions
+    everything = sample_questions(pool, key, limit=None, seed=0)
+    assert sorted(q.id for q in everything) == sorted(q.id for q in pool)  # without a limit: all, once each
+    draws = {tuple(q.id for q in sample_questions(pool, key, limit=9, seed=s)) for s in range(6)}
+    assert len(draws) > 1  # the seed shuffles within strata
+    for order in draws:
+        assert Counter(i.split("/")[0] for i in order[:3]) == Counter({"P2": 1, "P19": 1, "P106": 1})
+    assert sample_questions(pool, key, limit=0, seed=0) == []
+
+
+def test_popqa_sample_spreads_over_relations():
+    questions = load_questions("popqa", POPQA, limit=2)
+    assert len({q.meta["relation"] for q in questions}) == 2
+    assert all(q.meta["passages"] for q in questions)  # each carries its two paragraphs
+
+
+def test_hotpotqa_questions_context_and_corpus(tmp_path):
+    questions = load_questions("hotpotqa", HOTPOT)
+    assert Counter(q.meta["type"] for q in questions) == Counter({"bridge": 2, "comparison": 1})
+    assert [q.meta["type"] for q in load_questions("hotpotqa", HOTPOT, limit=2)] == ["bridge", "comparison"]
+    lilu = next(q for q in questions if q.text == "If Gallu is a demon Lilu is what?")
+    assert lilu.answers == ("a spirit",) and lilu.id == "hotpotqa/5a77ec115542992a6e59dff7"
+    # The context's sentences joined as they are stored (each keeps its leading space).
+    assert lilu.meta["passages"][0] == "A lilu or lilû is a masculine Akkadian word for a spirit, related to Alû, demon."
+    assert lilu.meta["passages"][1].startswith("In Akkadian and Sumerian mythology, Alû is a vengeful spirit of the Utukku")
+    assert len(lilu.meta["passages"]) == 3
+    assert question_files("hotpotqa", EVAL) == (HOTPOT, EVAL / "hotpotqa_mini_corpus.json")
+    docs = list(hotpotqa_documents(HOTPOT))
+    assert len(docs) == 9 and all(d.source.startswith("hotpotqa_mini_corpus.json#") for d in docs)
+    alone = tmp_path / "mine.json"  # no corpus beside it: the contexts are the corpus
+    alone.write_text(HOTPOT.read_text())
+    assert {d.id for d in hotpotqa_documents(alone)} == {d.id for d in docs}
+    bad = tmp_path / "bad_with_context.json"
+    bad.write_text(json.dumps([{"question": "q?", "answer": "a", "context": [["title only"]]}]))
+    with pytest.raises(InputError, match="bad_with_context.json:1: row 0 context 0: expected"):
+        load_questions("hotpotqa", bad)
+
+
+# --- compare --------------------------------------------------------------------------------------
+
+
+def _report(tmp_path, name, dataset, model, scores):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"dataset": dataset, "model": model, "settings": {"questions": 10, "split": None},
+                                "scores": scores}))
+    return path
+
+
+def test_compare_puts_runs_side_by_side(tmp_path):
+    a = _report(tmp_path, "a", "popqa", "m1", {"refactx": {"exact_accuracy": 0.5, "exact_precision": 0.625,
+                                                          "seconds_per_question_median": 1.234},
+                                               "kgd": {"exact_accuracy": 0.1, "best_of_n": {"exact_accuracy": 0.3}}})
+    b = _report(tmp_path, "b", "kamel", "m2", {"rcd": {"exact_accuracy": 0.2, "set_macro": {"f1": 0.053}},
+                                               "refactx": {"exact_accuracy": 0.9}})
+    runs = [load_run(p) for p in expand_runs([a, b])]
+    text = compare_markdown(runs, ["exact_accuracy", "set_f1", "best_of_n", "seconds", "judge_accuracy"])
+    tables = {}
+    for block in text.split("#### ")[1:]:
+        heading, *lines = block.splitlines()
+        tables[heading] = [line for line in lines if line.startswith("|")]
+    acc = tables["EM accuracy (all questions)"]
+    assert acc[0] == "| method | PopQA, m1 (10 q) | KAMEL, m2 (10 q) |"
+    assert "| refactx | 50.0% | 90.0% |" in acc and "| kgd | 10.0% | - |" in acc and "| rcd | - | 20.0% |" in acc
+    assert acc.index("| refactx | 50.0% | 90.0% |") < acc.index("| rcd | - | 20.0% |")  # METHODS order
+    assert tables["set answers: macro F1 over relations"][2:] == ["| rcd | - | 5.3% |"]
+    assert tables["best-of-n EM accuracy (sampling methods)"][2:] == ["| kgd | 30.0% | - |"]
+    assert "| refactx | 1.23 | - |" in tables["seconds per question (median)"]
+    assert "LLM-judge accuracy" not in tables  # no run has it: no empty table
+    assert text.rstrip().endswith("Runs: `a.json`, `b.json`.")
+    assert [p.name for p in expand_runs([tmp_path])] == ["a.json", "b.json"]  # a folder: its reports
+    (tmp_path / "x.json").write_text("[1]")
+    with pytest.raises(FactweaveError, match="x.json: not a report of `factweave eval`"):
+        load_run(tmp_path / "x.json")
+    with pytest.raises(FactweaveError, match="unknown metric 'f2'"):
+        compare_markdown(runs, ["f2"])
+
+
+# --- runs on the real model -------------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_kgd_methods_chunks_prompts_and_best_of_n(smollm):
+    from agent.decoding.kgd import CachedEncoder, SimilarityScorer
+    from agent.embeddings import Embedder
+    from agent.eval.kgd import VARIANTS, KGDMethod, QuestionChunks, parse_short_answer
+
+    questions = load_questions("popqa", POPQA, limit=2)
+    encoder = CachedEncoder(Embedder())
+    chunks = QuestionChunks(encoder, n=2)
+    scorer = SimilarityScorer(encoder)
+    made = {name: KGDMethod(smollm, VARIANTS[name], chunks, scorer, max_new_tokens=8, samples=2, seed=7)
+            for name in ("kgd", "kgd-guide", "greedy", "chunks-beam")}
+    top = chunks.top(questions[0])
+    assert 1 <= len(top) <= 2 and all(any(c in p for p in questions[0].meta["passages"]) for c in top)
+    for name, method in made.items():
+        prompt = method.render(questions[0].text, top)
+        assert prompt.endswith("Answer:") and questions[0].text in prompt
+        assert (top[0].split()[0] in prompt.split("Question: What is the capital")[0]) == VARIANTS[name].in_prompt
+    assert made["chunks-beam"].samples == 1 and made["chunks-beam"].batched  # beams stay deterministic
+    answers = made["kgd"].answer_batch(questions[:1])
+    again = made["kgd"].answer_batch(questions[:1])
+    for a, b in zip(answers, again):
+        assert len(a.extra["samples"]) == 2 and a.extra["samples"] == b.extra["samples"]  # seeded per question
+        assert a.prediction == a.extra["samples"][0] == parse_short_answer(a.text)
+        assert a.extra["chunks"] and a.tokens > 0
+    # NLI rewards from the local model as judge (no cross-encoder here): it judges each step's
+    # candidates against the chunks.
+    from agent.decoding.kgd import EntailmentScorer, LocalLMJudge
+
+    entailment = EntailmentScorer(LocalLMJudge(smollm))
+    nli = KGDMethod(smollm, VARIANTS["kgd-nli"], QuestionChunks(encoder, n=1), entailment, max_new_tokens=4)
+    (answer,) = nli.answer_batch(questions[:1])
+    assert entailment.judge_calls >= 1 and entailment.misses >= 1 and answer.tokens <= 4
+    single = KGDMethod(smollm, VARIANTS["greedy"], None, None, max_new_tokens=8)
+    plain = single.answer_batch(questions)
+    assert all("samples" not in a.extra and a.extra["chunks"] == [] for a in plain)
+    assert parse_short_answer(" Answer: Oslo\nmore") == "Oslo"
+    with pytest.raises(ValueError, match="kgd needs chunks"):
+        KGDMethod(smollm, VARIANTS["kgd"], None, scorer)
+
+
+@pytest.mark.model
+def test_an_interrupted_run_resumes_and_scores_best_of_n(smollm, tmp_path):
+    from agent.eval.evaluation import KGDOptions, run_evaluation
+    from agent.settings import load_settings
+
+    settings = load_settings(model="smollm2-135m", cache=tmp_path / "cache", max_tokens=24)
+    out = tmp_path / "out"
+    kwargs = dict(settings=settings, data=HOTPOT, methods=("kgd", "greedy"), limit=3, loaded=smollm, judge=False,
+                  batch_size=2, progress=False, kgd=KGDOptions(samples=2, max_tokens=16), out_dir=out)
+
+    class Stop(Exception):
+        pass
+
+    seen = []
+
+    def stop_after_two(n):
+        seen.append(n)
+        if sum(seen) >= 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run_evaluation("hotpotqa", on_progress=stop_after_two, **kwargs)
+    (log,) = out.glob(".hotpotqa-smollm2-135m-*.rows.jsonl")
+    saved = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [s["method"] for s in saved] == ["kgd", "kgd"]  # sampling: one question at a time, saved at once
+    # Mark one saved answer, and leave a line cut short as a crash would.
+    saved[0]["row"]["prediction"] = "MARKED"
+    log.write_text("".join(json.dumps(s) + "\n" for s in saved) + '{"method": "kgd", "row": {"id"')
+    report = run_evaluation("hotpotqa", **kwargs)
+    assert report.meta["resumed_rows"] == 2 and not log.exists()
+    kgd, greedy = report.results
+    assert [r["id"] for r in kgd.rows] == [q.id for q in load_questions("hotpotqa", HOTPOT, limit=3)]
+    assert kgd.rows[[r["id"] for r in kgd.rows].index(saved[0]["row"]["id"])]["prediction"] == "MARKED"
+    for r in (kgd, greedy):
+        best = r.summary()["best_of_n"]
+        assert best["n"] == 2
+        assert best["exact_accuracy"] == sum(row["best_of_n"]["exact"] for row in r.rows) / 3
+        assert best["exact_accuracy"] >= (r.score.exact_accuracy or 0)  # the prediction is sample 1
+        assert all(row["stratum"] in ("bridge", "comparison") for row in r.rows)
+    md = (out / "hotpotqa-smollm2-135m.md").read_text()
+    assert "Best-of-n" in md and "| bridge | 2 |" in md
+    assert not list(out.glob(".*.rows.jsonl"))
+
+
+@pytest.mark.model
+def test_cli_hotpotqa_kgd_then_compare(tmp_path, cache_dir):
+    out = tmp_path / "out"
+    proc = run_cli("eval", "hotpotqa", "--data", str(HOTPOT), "--method", "kgd", "--method", "greedy", "--limit", "2",
+               "--no-judge", "--model", "smollm2-135m", "--max-tokens", "24", "--out", str(out), cache=cache_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert "and 3 figures" in proc.stdout
+    data = json.loads((out / "hotpotqa-smollm2-135m.json").read_text())
+    assert data["methods"] == ["kgd", "greedy"] and data["settings"]["kgd"]["chunks"] == 3
+    assert data["settings"]["knowledge"] is None  # the questions carry their passages: no web built
+    table = out / "comparison.md"
+    proc = run_cli("eval", "compare", str(out), str(REPO / "benchmarks/results/eval/rcd/kamel-smollm2-135m.json"),
+               "--metric", "exact_accuracy", "--metric", "set_f1", "--out", str(table), cache=cache_dir)
+    assert proc.returncode == 0, proc.stderr
+    text = table.read_text()
+    assert text.strip() in proc.stdout
+    assert "| method | HotpotQA, smollm2-135m (2 q) | KAMEL test, smollm2-135m (60 q) |" in text
+    assert "| kgd | " in text and "| rcd | - | " in text
+    proc = run_cli("eval", "compare", str(tmp_path / "missing.json"), cache=cache_dir)
+    assert proc.returncode != 0 and "missing.json: no such run report" in proc.stderr
+    assert "Traceback" not in proc.stderr
