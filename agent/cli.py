@@ -98,19 +98,23 @@ def index_group() -> None:
 @click.option("--model", default=None, help=MODEL_HELP + " Its tokenizer is used.")
 @click.option("--inverse/--no-inverse", default=False, help="Also index <object> <inverse predicate> <subject> facts.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Index file to write (default: the cache).")
-@click.option("--backend", type=click.Choice(["file", "postgres"]), default="file", show_default=True,
-              help="Where the index goes: one file, or tables in PostgreSQL (needs --dsn).")
+@click.option("--backend", type=click.Choice(["file", "disk", "postgres"]), default="file", show_default=True,
+              help="Where the index goes: one file loaded in memory; a memory-mapped disk file (millions of facts, "
+                   "opens at once); or tables in PostgreSQL (needs --dsn).")
+@click.option("--memory-mb", type=click.IntRange(16, 1 << 20), default=1024, show_default=True,
+              help="With --backend disk: memory for sorting; beyond it, sorted runs go to disk next to --out.")
 @click.option("--dsn", envvar="FACTWEAVE_PG_DSN", default=None,
               help="PostgreSQL connection string, e.g. 'host=127.0.0.1 dbname=facts user=me' (FACTWEAVE_PG_DSN).")
 @click.option("--name", "pg_name", envvar="FACTWEAVE_PG_INDEX", default="kb", show_default=True,
               help="Name of the index in PostgreSQL; a rebuild under the same name replaces it atomically.")
-def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | None, backend: str, dsn: str | None,
-                pg_name: str) -> None:
+def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | None, backend: str, memory_mb: int,
+                dsn: str | None, pg_name: str) -> None:
     """Build the fact index of a knowledge source for a model's tokenizer.
 
     \b
     Example:
       factweave index build --kb facts.tsv --model smollm2-135m --out facts.fwi
+      factweave index build --kb big.tsv.gz --backend disk --memory-mb 2048 --out big.fwd
       factweave index build --kb facts.tsv --model smollm2-135m --backend postgres \\
           --dsn "host=127.0.0.1 dbname=facts" --name facts
     """
@@ -126,7 +130,7 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
         if not dsn:
             raise click.UsageError("--backend postgres needs --dsn (or FACTWEAVE_PG_DSN)")
         if out is not None:
-            raise click.UsageError("--out is for --backend file")
+            raise click.UsageError("--out is for --backend file or disk")
         from .index.postgres import build_postgres_index
         from .knowledge.loaders import load_facts
 
@@ -140,7 +144,10 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
         return
     tokenizer = load_tokenizer(model)
     out = out or default_index_path(kb, tokenizer_fingerprint(tokenizer), inverse, default_cache_dir())
-    _, report = build_index_file(kb, tokenizer, out, inverse=inverse, model_name=model)
+    disk = backend == "disk"
+    if disk and out.suffix == ".fwi":
+        out = out.with_suffix(".fwd")
+    _, report = build_index_file(kb, tokenizer, out, inverse=inverse, model_name=model, disk=disk, memory_mb=memory_mb)
     click.echo(f"{report.facts:,} facts, {report.nodes:,} nodes, {report.bytes / 1e6:.1f} MB, "
                f"{report.seconds:.1f} s -> {report.path}")
 
@@ -178,11 +185,67 @@ def index_info(path: Path) -> None:
     Example:
       factweave index info facts.fwi
     """
+    from .index.disk import is_disk_index, read_disk_header
     from .index.storage import read_header
 
-    header, _ = read_header(path)
-    header.pop("arrays", None)
+    if is_disk_index(path):
+        header = read_disk_header(path)
+        header["bytes_per_fact"] = round(header["file_bytes"] / max(1, header["fact_count"]), 2)
+        header["sections"] = {k: v["bytes"] for k, v in header["sections"].items()}
+    else:
+        header, _ = read_header(path)
+        header.pop("arrays", None)
     click.echo(json.dumps(header, indent=2, ensure_ascii=False))
+
+
+@index_group.command("verify")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+def index_verify(path: Path) -> None:
+    """Check every checksum of an index file (reads it all once); exit 1 with one line if corrupt.
+
+    \b
+    Example:
+      factweave index verify big.fwd
+    """
+    from .index.storage import load_index
+
+    start = time.perf_counter()
+    index = load_index(path, verify="full")
+    click.echo(f"{path}: ok, {len(index):,} facts, checked in {time.perf_counter() - start:.1f} s")
+
+
+@cli.group("kb")
+def kb_group() -> None:
+    """Knowledge bases: generate synthetic ones for tests and benchmarks."""
+
+
+@kb_group.command("synthetic")
+@click.option("--facts", "count", type=click.IntRange(1), required=True, help="How many facts to write.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Same seed, same facts.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="A .tsv or .jsonl file (.gz appended: compressed).")
+def kb_synthetic(count: int, seed: int, out: Path) -> None:
+    """Write a Wikidata-shaped synthetic knowledge base (names, dates, quantities, Zipf fan-out).
+
+    \b
+    Example:
+      factweave kb synthetic --facts 1000000 --seed 7 --out kb-1m.tsv
+    """
+    import gzip
+
+    from .knowledge.synthetic import synthetic_facts
+
+    suffixes = out.suffixes
+    opener = gzip.open if suffixes and suffixes[-1] == ".gz" else open
+    as_json = ".jsonl" in suffixes
+    start = time.perf_counter()
+    with opener(out, "wt", encoding="utf-8") as f:
+        for fact in synthetic_facts(count, seed, with_source=False):
+            if as_json:
+                f.write(json.dumps({"subject": fact.subject, "predicate": fact.predicate, "object": fact.object},
+                                   ensure_ascii=False) + "\n")
+            else:
+                f.write(f"{fact.subject}\t{fact.predicate}\t{fact.object}\n")
+    click.echo(f"{count:,} facts (seed {seed}) in {time.perf_counter() - start:.1f} s -> {out}")
 
 
 def _generation_options(f):

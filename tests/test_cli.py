@@ -140,3 +140,21 @@ def test_ask_a_demo_question_with_the_embedded_defaults(cache_dir):
             assert fact["text"] in kb and fact["source"].startswith("kamel:")
     if reply["supported"]:
         assert reply["facts"] and reply["answer"] != "I don't know."
+
+
+@pytest.mark.model
+def test_synthetic_kb_to_disk_index_info_and_verify(tmp_path, cache_dir):
+    kb = tmp_path / "kb.tsv"
+    assert "2,000 facts" in run("kb", "synthetic", "--facts", "2000", "--seed", "3", "--out", str(kb), cache=cache_dir).stdout
+    assert len(kb.read_text().splitlines()) == 2000
+    out = tmp_path / "kb.fwd"
+    run("index", "build", "--kb", str(kb), "--model", "smollm2-135m", "--backend", "disk", "--memory-mb", "16", "--out", str(out),
+        cache=cache_dir)
+    info = json.loads(run("index", "info", str(out), cache=cache_dir).stdout)
+    assert info["format"] == "factweave-disk-index" and info["fact_count"] == info["meta"]["facts_given"] == 2000
+    assert "ok, 2,000 facts" in run("index", "verify", str(out), cache=cache_dir).stdout
+    data = bytearray(out.read_bytes())
+    data[-5] ^= 0xFF
+    out.write_bytes(bytes(data))
+    proc = run("index", "verify", str(out), cache=cache_dir, check=False)
+    assert proc.returncode != 0 and "corrupt" in proc.stderr and "Traceback" not in proc.stderr

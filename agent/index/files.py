@@ -45,10 +45,21 @@ class BuildReport:
 
 
 def build_index_file(kb: str | Path, tokenizer: Any, out: str | Path, *, inverse: bool = False,
-                     model_name: str = "", progress: bool = True) -> tuple[FactIndex, BuildReport]:
+                     model_name: str = "", progress: bool = True, disk: bool = False,
+                     memory_mb: int = 1024) -> tuple[Any, BuildReport]:
     """Read ``kb``, build its index for ``tokenizer`` and save it atomically at ``out``. A
-    malformed row raises before anything is written."""
+    malformed row raises before anything is written. ``disk``: write the memory-mapped disk
+    format (streamed; sorting spills to disk beyond ``memory_mb``) and return it opened."""
     start = time.perf_counter()
+    if disk:
+        from .disk import DiskFactIndex, build_disk_index
+
+        stats = build_disk_index(load_facts(kb, inverse=inverse), tokenizer, out, memory_mb=memory_mb,
+                                 progress=progress, meta={"model": model_name, "kb": str(Path(kb).resolve()),
+                                                          "inverse": inverse, "source_key": source_key(kb, inverse)})
+        index = DiskFactIndex.open(out, tokenizer)
+        return index, BuildReport(Path(out), len(index), index.node_count, time.perf_counter() - start,
+                                  stats["bytes"])
     index = FactIndex.build(load_facts(kb, inverse=inverse), tokenizer, progress=progress)
     path = save_index(index, out, meta={"model": model_name, "kb": str(Path(kb).resolve()), "inverse": inverse,
                                         "source_key": source_key(kb, inverse)})
@@ -64,6 +75,6 @@ def open_index(kb: str | Path, tokenizer: Any, cache_dir: Path, *, index_path: s
     fingerprint = tokenizer_fingerprint(tokenizer)
     path = default_index_path(kb, fingerprint, inverse, cache_dir)
     if path.exists() and read_header(path)[0]["tokenizer_fingerprint"] == fingerprint:
-        return load_index(path)
+        return load_index(path, tokenizer)
     index, _ = build_index_file(kb, tokenizer, path, inverse=inverse, model_name=model_name, progress=progress)
     return index

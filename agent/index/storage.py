@@ -103,9 +103,17 @@ def read_header(path: str | Path) -> tuple[dict[str, Any], int]:
     return header, start
 
 
-def load_index(path: str | Path, tokenizer: Any | None = None, *, verify: bool = True) -> FactIndex:
-    """Read an index; with ``tokenizer`` given, refuse an index built for a different one."""
+def load_index(path: str | Path, tokenizer: Any | None = None, *, verify: bool | str = True) -> Any:
+    """Read an index; with ``tokenizer`` given, refuse an index built for a different one.
+
+    A disk index (see :mod:`agent.index.disk`, told apart by its magic bytes) is memory-mapped
+    instead of read: a :class:`DiskFactIndex` with the same cursor API (its sections are checked
+    against their digests only when ``verify`` is ``"full"``; small ones always)."""
+    from .disk import DiskFactIndex, is_disk_index
+
     path = Path(path)
+    if is_disk_index(path):
+        return DiskFactIndex.open(path, tokenizer, verify=verify == "full")
     header, start = read_header(path)
     if tokenizer is not None:
         mine = tokenizer_fingerprint(tokenizer)

@@ -1,0 +1,786 @@
+"""The disk fact index: a memory-mapped, front-coded prefix tree for hundreds of millions of facts.
+
+Layout rule. Facts are the distinct token sequences in sorted order (a prefix before its
+extensions); fact id ``i`` is rank ``i``. Per fact ``i`` the file keeps
+
+* ``lcp[i]`` (uint8): how many leading tokens it shares with fact ``i - 1``;
+* ``first[i]`` (uint16/uint32): its token at depth ``lcp[i]``, where it leaves fact ``i - 1``;
+* its other new tokens, front-coded: every token at depth ``s[i]..len - 1`` except depth
+  ``lcp[i]``, where ``s[i] = lcp[i]``, or 0 on every 64th fact (a restart point, so a fact can be
+  read back from at most 64 facts). Tokens are renumbered by frequency and written as UTF-8 code
+  points: the 128 most frequent take one byte, the next 1,920 two (``rest``, byte length per fact
+  in ``rest_len``, an offset per 64 facts in ``block_offsets``).
+
+No node table is stored. A node of the tree is a range of facts ``[lo, hi)`` sharing ``d``
+tokens: its leaf count is exactly ``hi - lo``; it branches at depth ``b = min(lcp[lo+1:hi])``;
+its children start at ``lo`` and at the facts of the range whose ``lcp`` equals ``b`` (the
+LCP-interval tree of enhanced suffix arrays); its child tokens are ``first`` of those facts.
+Minima of ``lcp`` per 64 and per 4,096 facts make ``b`` and the child starts cheap to find in
+ranges of any size. A fact ends at ``(lo, hi, d)`` when fact ``lo`` has ``d`` tokens.
+
+A cursor's ``node`` packs ``(lo, hi, d)`` into one int (0 is the root); ``used`` holds fact ids.
+The text of a fact is its tokens decoded by the tokenizer (the tokens are the text), so a fact
+costs ~16 bytes on disk instead of a tree of nodes plus a table of strings.
+
+File: ``FWDISK1\\n`` magic, an 8-byte header length, a JSON header (format version, tokenizer
+fingerprint, counts, each section's offset, size, dtype and blake2b digest, the total file size),
+then the sections at 64-byte aligned offsets. Opening maps the file and checks magic, version and
+size (a truncated file is refused at once); digests of sections up to 4 MB are checked at every
+open, all of them with ``verify=True`` or ``factweave index verify``.
+
+Usage::
+
+    index = DiskFactIndex.open("kb.fwd", tokenizer)
+    cur = index.root()
+    cur = index.step(cur, int(index.next_tokens(cur)[0]))
+    ...
+    if index.can_end(cur): fact_id, cur = index.finish(cur)
+    index.facts[fact_id].text
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import FactweaveError, IndexMismatchError
+from ..knowledge.facts import Fact
+from .cursor import FactCursor
+from .tokens import tokenizer_fingerprint
+
+MAGIC = b"FWDISK1\n"
+FORMAT_VERSION = 1
+BLOCK = 64  # facts per restart point / offset / lcp minimum
+SUPER = 64 * 64  # facts per second-level lcp minimum
+MAX_TOKENS = 255  # lcp is one byte
+_ALIGN = 64
+_EAGER_VERIFY = 4 << 20
+_SECTIONS = ("lcp", "first", "rest_len", "rest", "block_offsets", "lcp_min64", "lcp_min4096",
+             "long_rows", "long_lens", "rank_tokens")
+_EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY.flags.writeable = False
+_TRIPLE = re.compile(r"<([^<>]*)> <([^<>]*)> <([^<>]*)> \.")
+
+
+# ---- code points: frequency ranks as UTF-8, skipping the surrogate block ------------------------
+def _rank_to_cp(rank: np.ndarray) -> np.ndarray:
+    return np.where(rank < 0xD800, rank, rank + 0x800)
+
+
+def _cp_bytes(cp: np.ndarray) -> np.ndarray:
+    return 1 + (cp >= 0x80) + (cp >= 0x800) + (cp >= 0x10000)
+
+
+def utf8_of_ranks(ranks: np.ndarray) -> bytes:
+    """UTF-8 bytes of ``ranks`` read as code points (surrogates skipped): C speed via utf-32."""
+    cps = _rank_to_cp(ranks.astype(np.uint32))
+    return cps.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
+
+
+def ranks_of_utf8(data: bytes) -> np.ndarray:
+    cps = np.frombuffer(data.decode("utf-8").encode("utf-32-le"), dtype="<u4").astype(np.int64)
+    return np.where(cps >= 0xE000, cps - 0x800, cps)
+
+
+# ---- writing ------------------------------------------------------------------------------------
+class DiskIndexWriter:
+    """Writes sorted, distinct token sequences (as padded matrices of ``token + 1``) into the
+    sections of a disk index, in one sequential pass; :meth:`finish` assembles the file
+    atomically (written aside, renamed at the end)."""
+
+    def __init__(self, path: str | Path, *, fingerprint: str, token_counts: np.ndarray,
+                 meta: dict[str, Any] | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fingerprint = fingerprint
+        self.meta = meta or {}
+        used = np.flatnonzero(token_counts)
+        # Most frequent tokens get the shortest codes; ties by id keep the build deterministic.
+        order = used[np.lexsort((used, -token_counts[used]))]
+        self.rank_tokens = order.astype(np.uint32)
+        self.token_rank = np.full(max(len(token_counts), 1), -1, dtype=np.int64)
+        self.token_rank[order] = np.arange(len(order))
+        self.first_dtype = np.dtype("<u2") if len(token_counts) <= 1 << 16 else np.dtype("<u4")
+        self._dir = Path(tempfile.mkdtemp(prefix=self.path.name + ".", suffix=".parts", dir=self.path.parent))
+        self._files = {name: open(self._dir / name, "wb") for name in _SECTIONS if name != "rank_tokens"}
+        self.count = 0
+        self.nodes = 1
+        self._rest_bytes = 0
+        self._prev = np.zeros(0, dtype=np.int64)  # last row of the previous chunk (token + 1)
+        self._carry: list[np.ndarray] = []  # rows waiting for a multiple of SUPER
+        self._carry_rows = 0
+
+    def add(self, matrix: np.ndarray) -> None:
+        """Append rows (``token + 1``, zero padded), already sorted after every row so far."""
+        self._carry.append(matrix)
+        self._carry_rows += len(matrix)
+        if self._carry_rows >= 4 * SUPER:
+            self._flush(final=False)
+
+    def _flush(self, final: bool) -> None:
+        if not self._carry:
+            return
+        width = max(m.shape[1] for m in self._carry)
+        rows = np.concatenate([np.pad(m.astype(np.int64), ((0, 0), (0, width - m.shape[1]))) for m in self._carry])
+        take = len(rows) if final else (len(rows) // SUPER) * SUPER
+        self._carry = [rows[take:]] if take < len(rows) else []
+        self._carry_rows = len(rows) - take
+        if take:
+            self._write_rows(rows[:take])
+
+    def _write_rows(self, m: np.ndarray) -> None:
+        n, width = m.shape
+        lens = (m > 0).sum(axis=1)
+        if int(lens.max()) > MAX_TOKENS:
+            raise FactweaveError(f"a fact of {int(lens.max())} tokens is longer than the disk index allows ({MAX_TOKENS})")
+        if int(lens.min()) == 0:
+            raise FactweaveError("a fact tokenizes to nothing")
+        prev = np.zeros((n, width), dtype=np.int64)
+        prev[1:] = m[:-1]
+        w = min(width, len(self._prev))
+        prev[0, :w] = self._prev[:w]
+        same = m == prev
+        first_diff = np.where(same.all(axis=1), width, np.argmin(same, axis=1))
+        prev_lens = np.concatenate([[int((self._prev > 0).sum())], lens[:-1]])
+        lcp = np.minimum(first_diff, np.minimum(lens, prev_lens))
+        if self.count == 0:
+            lcp[0] = 0
+        if np.any(lcp >= lens):
+            raise ValueError("rows must be sorted and distinct")
+        gid = self.count + np.arange(n)
+        start = np.where(gid % BLOCK == 0, 0, lcp)
+        first = m[np.arange(n), lcp] - 1
+        depth = np.arange(width)[None, :]
+        mask = (depth >= start[:, None]) & (depth < lens[:, None]) & (depth != lcp[:, None])
+        ranks = self.token_rank[m[mask] - 1]
+        if np.any(ranks < 0):
+            raise ValueError("a token was not counted")
+        nbytes = np.zeros((n, width), dtype=np.int64)
+        nbytes[mask] = _cp_bytes(_rank_to_cp(ranks))
+        row_bytes = nbytes.sum(axis=1)
+        offsets = self._rest_bytes + np.cumsum(row_bytes) - row_bytes
+        f = self._files
+        f["lcp"].write(lcp.astype(np.uint8).tobytes())
+        f["first"].write(first.astype(self.first_dtype).tobytes())
+        f["rest_len"].write(np.minimum(row_bytes, 255).astype(np.uint8).tobytes())
+        long = np.flatnonzero(row_bytes >= 255)
+        if len(long):
+            f["long_rows"].write(gid[long].astype("<u8").tobytes())
+            f["long_lens"].write(row_bytes[long].astype("<u4").tobytes())
+        f["rest"].write(utf8_of_ranks(ranks))
+        f["block_offsets"].write(offsets[gid % BLOCK == 0].astype("<u8").tobytes())
+        # lcp minima per block; a partial last block is padded with 255 (never the minimum).
+        pad = (-n) % BLOCK
+        mins = np.concatenate([lcp, np.full(pad, 255)]).reshape(-1, BLOCK).min(axis=1)
+        f["lcp_min64"].write(mins.astype(np.uint8).tobytes())
+        pad2 = (-len(mins)) % BLOCK
+        mins2 = np.concatenate([mins, np.full(pad2, 255)]).reshape(-1, BLOCK).min(axis=1)
+        f["lcp_min4096"].write(mins2.astype(np.uint8).tobytes())
+        self.nodes += int((lens - lcp).sum())
+        self._rest_bytes += int(row_bytes.sum())
+        self.count += n
+        self._prev = m[-1][: int(lens[-1])].copy()
+
+    def finish(self) -> Path:
+        """Write the header and the sections into a temporary file, then rename it into place."""
+        self._flush(final=True)
+        for fh in self._files.values():
+            fh.close()
+        try:
+            (self._dir / "rank_tokens").write_bytes(self.rank_tokens.astype("<u4").tobytes())
+            dtypes = {"lcp": "u1", "first": self.first_dtype.str, "rest_len": "u1", "rest": "u1",
+                      "block_offsets": "<u8", "lcp_min64": "u1", "lcp_min4096": "u1", "long_rows": "<u8",
+                      "long_lens": "<u4", "rank_tokens": "<u4"}
+            sections: dict[str, dict[str, Any]] = {}
+            offset = 0
+            for name in _SECTIONS:
+                size = (self._dir / name).stat().st_size
+                offset = -(-offset // _ALIGN) * _ALIGN
+                sections[name] = {"offset": offset, "bytes": size, "dtype": dtypes[name]}
+                offset += size
+            header = {
+                "format": "factweave-disk-index", "format_version": FORMAT_VERSION,
+                "tokenizer_fingerprint": self.fingerprint, "fact_count": self.count, "node_count": self.nodes,
+                "block": BLOCK, "sections": sections, "meta": self.meta,
+            }
+            # Digests are computed while copying; the header is written last into reserved space.
+            reserve = -(-(len(json.dumps(header).encode()) + 200 * len(_SECTIONS) + 4096) // 4096) * 4096
+            fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(b"\0" * reserve)
+                    for name in _SECTIONS:
+                        out.write(b"\0" * (reserve + sections[name]["offset"] - out.tell()))
+                        digest = hashlib.blake2b(digest_size=16)
+                        with open(self._dir / name, "rb") as src:
+                            while chunk := src.read(8 << 20):
+                                digest.update(chunk)
+                                out.write(chunk)
+                        sections[name]["blake2b"] = digest.hexdigest()
+                    header["data_start"] = reserve
+                    header["file_bytes"] = out.tell()
+                    head = json.dumps(header, ensure_ascii=False).encode("utf-8")
+                    if len(MAGIC) + 8 + len(head) > reserve:
+                        raise FactweaveError("disk index header does not fit its reserved space")
+                    out.seek(0)
+                    out.write(MAGIC + len(head).to_bytes(8, "little") + head)
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        finally:
+            self.abort()
+        return self.path
+
+    def abort(self) -> None:
+        """Remove the part files (the real path is never touched before the rename)."""
+        for fh in self._files.values():
+            fh.close()
+        for p in self._dir.glob("*"):
+            p.unlink(missing_ok=True)
+        if self._dir.exists():
+            self._dir.rmdir()
+
+
+# ---- reading ------------------------------------------------------------------------------------
+def read_disk_header(path: str | Path) -> dict[str, Any]:
+    """The header of a disk index file; refuses bad magic, other versions and truncated files."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(len(MAGIC))
+            if magic != MAGIC:
+                raise FactweaveError(f"{path}: not a factweave disk index (bad magic bytes)")
+            size = int.from_bytes(f.read(8), "little")
+            actual = os.fstat(f.fileno()).st_size
+            raw = f.read(min(size, actual))
+    except FileNotFoundError:
+        raise FactweaveError(f"{path}: no such index file (build one with `factweave index build --backend disk`)") from None
+    if len(raw) != size:
+        raise FactweaveError(f"{path}: index file is truncated (header incomplete)")
+    try:
+        header = json.loads(raw)
+    except ValueError:
+        raise FactweaveError(f"{path}: index header is corrupt") from None
+    if header.get("format_version") != FORMAT_VERSION:
+        raise IndexMismatchError(f"{path}: disk index format version {header.get('format_version')} is not supported "
+                                 f"(this factweave reads version {FORMAT_VERSION}); rebuild it")
+    if actual != header.get("file_bytes"):
+        state = "truncated" if actual < header.get("file_bytes", 0) else "corrupt (longer than written)"
+        raise FactweaveError(f"{path}: index file is {state}: {actual:,} bytes, header says {header.get('file_bytes', 0):,}")
+    return header
+
+
+class DiskFacts:
+    """``index.facts[i]``: fact ``i`` rebuilt from its tokens (needs the index's tokenizer)."""
+
+    def __init__(self, index: DiskFactIndex) -> None:
+        self.index = index
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, i: int) -> Fact:
+        if not 0 <= i < len(self.index):
+            raise IndexError(f"fact id {i} out of range (0..{len(self.index) - 1})")
+        return self.index.fact(int(i))
+
+    def __iter__(self) -> Iterator[Fact]:
+        return (self[i] for i in range(len(self)))
+
+
+class DiskFactIndex:
+    """A memory-mapped disk index with the :class:`FactIndex` cursor API (see module docs)."""
+
+    def __init__(self, path: str | Path, header: dict[str, Any], tokenizer: Any | None = None) -> None:
+        self.path = Path(path)
+        self.header = header
+        self.tokenizer = tokenizer
+        self.fingerprint: str = header["tokenizer_fingerprint"]
+        self._n = int(header["fact_count"])
+        with open(self.path, "rb") as f:
+            self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if header["file_bytes"] else None
+        base = int(header["data_start"])
+        self._arrays: dict[str, np.ndarray] = {}
+        for name, s in header["sections"].items():
+            dtype = np.dtype(s["dtype"])
+            buf = self._mm if self._mm is not None else b""
+            self._arrays[name] = np.frombuffer(buf, dtype=dtype, count=s["bytes"] // dtype.itemsize,
+                                               offset=base + s["offset"]) if s["bytes"] else np.zeros(0, dtype)
+        a = self._arrays
+        self._lcp, self._first, self._rest_len = a["lcp"], a["first"], a["rest_len"]
+        self._block_offsets, self._min64, self._min4096 = a["block_offsets"], a["lcp_min64"], a["lcp_min4096"]
+        self._long_rows, self._long_lens = a["long_rows"], a["long_lens"]
+        self._rest_start = base + header["sections"]["rest"]["offset"]
+        # Code point -> token id, as a list: decoding a fact is a str decode plus list lookups.
+        ranks = a["rank_tokens"].astype(np.int64)
+        cps = _rank_to_cp(np.arange(len(ranks)))
+        table = np.zeros(int(cps.max()) + 1 if len(cps) else 1, dtype=np.int64)
+        table[cps] = ranks
+        self._cp_token = table.tolist()
+        self._full64 = (self._n // BLOCK) * BLOCK
+        self._full4096 = (self._n // SUPER) * SUPER
+        self._rows: dict[int, tuple[int, list[int]]] = {}
+        self._branches: dict[tuple[int, int], tuple[int, np.ndarray]] = {}
+        self._big: dict[int, dict] = {}
+        self._ones: dict[int, np.ndarray] = {}
+        self._expanded: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.facts = DiskFacts(self)
+
+    # ---- opening ------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, tokenizer: Any | None = None, *, verify: bool = False) -> DiskFactIndex:
+        """Map ``path``; with ``tokenizer``, refuse an index built for another one. Small sections
+        are checked against their digests now, all of them with ``verify``."""
+        path = Path(path)
+        header = read_disk_header(path)
+        if tokenizer is not None:
+            mine = tokenizer_fingerprint(tokenizer)
+            if mine != header["tokenizer_fingerprint"]:
+                built_for = header.get("meta", {}).get("model", "another tokenizer")
+                raise IndexMismatchError(
+                    f"{path}: this index was built for {built_for} (tokenizer {header['tokenizer_fingerprint'][:12]}), "
+                    f"not for the loaded model's tokenizer ({mine[:12]}); rebuild it with "
+                    f"`factweave index build --backend disk --model <your model>`")
+        index = cls(path, header, tokenizer)
+        index.verify(limit=None if verify else _EAGER_VERIFY)
+        return index
+
+    def verify(self, limit: int | None = None) -> None:
+        """Check section digests (those up to ``limit`` bytes; all when None); raise if corrupt."""
+        base = int(self.header["data_start"])
+        for name, s in self.header["sections"].items():
+            if limit is not None and s["bytes"] > limit:
+                continue
+            digest = hashlib.blake2b(digest_size=16)
+            for lo in range(0, s["bytes"], 8 << 20):
+                hi = min(s["bytes"], lo + (8 << 20))
+                digest.update(self._mm[base + s["offset"] + lo : base + s["offset"] + hi])
+            if digest.hexdigest() != s["blake2b"]:
+                raise FactweaveError(f"{self.path}: index file is corrupt (section {name} fails its checksum); rebuild it")
+
+    def close(self) -> None:
+        self._arrays.clear()
+        self._lcp = self._first = self._rest_len = None  # type: ignore[assignment]
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:  # views still alive elsewhere: the map closes with them
+                pass
+
+    # ---- sizes --------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def node_count(self) -> int:
+        """Nodes of the equivalent (uncompressed) prefix tree, root included."""
+        return int(self.header["node_count"])
+
+    # ---- positions ----------------------------------------------------------------------------
+    def _pack(self, lo: int, hi: int, d: int) -> int:
+        return ((lo * (self._n + 1) + (self._n - (hi - lo))) << 8) | d
+
+    def _unpack(self, node: int) -> tuple[int, int, int]:
+        q, d = node >> 8, node & 255
+        lo, r = divmod(q, self._n + 1)
+        return lo, lo + self._n - r, d
+
+    def _rest_bytes(self, i: int) -> int:
+        n = int(self._rest_len[i])
+        if n == 255:
+            j = int(np.searchsorted(self._long_rows, i))
+            n = int(self._long_lens[j])
+        return n
+
+    def _row(self, i: int) -> tuple[int, list[int]]:
+        """``(s, tokens)``: fact ``i``'s tokens from depth ``s`` on (0 at restart points)."""
+        hit = self._rows.get(i)
+        if hit is not None:
+            return hit
+        block = i // BLOCK
+        lo = block * BLOCK
+        off = int(self._block_offsets[block])
+        if i > lo:
+            lens = self._rest_len[lo:i]
+            off += int(lens.sum(dtype=np.int64))
+            if len(self._long_rows):
+                a, b = np.searchsorted(self._long_rows, [lo, i])
+                off += int(self._long_lens[a:b].sum(dtype=np.int64)) - 255 * int(b - a)
+        n = self._rest_bytes(i)
+        pos = self._rest_start + off
+        text = self._mm[pos : pos + n].decode("utf-8")
+        cpt = self._cp_token
+        rest = [cpt[ord(c)] for c in text]
+        lcp = int(self._lcp[i])
+        s = 0 if i == lo else lcp
+        rest.insert(lcp - s, int(self._first[i]))
+        if len(self._rows) > 4096:
+            self._rows.clear()
+        self._rows[i] = (s, rest)
+        return s, rest
+
+    def _row_len(self, i: int) -> int:
+        s, toks = self._row(i)
+        return s + len(toks)
+
+    def _min_positions(self, a: int, hi: int) -> tuple[int, np.ndarray]:
+        """``b = min(lcp[a:hi])`` and the positions in ``[a, hi)`` where ``lcp == b``."""
+        lcp = self._lcp
+        if hi - a <= 2 * SUPER:  # a contiguous byte scan beats block bookkeeping up to here
+            seg = lcp[a:hi]
+            b = int(seg.min())
+            return b, a + np.flatnonzero(seg == b)
+        if hi - a <= 64 * SUPER:
+            # Head and tail scanned, whole 64-blocks in between through their minima: only
+            # blocks holding the minimum are read (one per child, roughly). Already in order.
+            b1, b2 = -(-a // BLOCK), hi // BLOCK
+            head, mids, tail = lcp[a : b1 * BLOCK], self._min64[b1:b2], lcp[b2 * BLOCK : hi]
+            b = int(mids.min())
+            if len(head):
+                b = min(b, int(head.min()))
+            if len(tail):
+                b = min(b, int(tail.min()))
+            cand = b1 + np.flatnonzero(mids == b)
+            r, c = np.nonzero(lcp[: self._full64].reshape(-1, BLOCK)[cand] == b)
+            parts = [cand[r] * BLOCK + c]
+            if len(head):
+                parts.insert(0, a + np.flatnonzero(head == b))
+            if len(tail):
+                parts.append(b2 * BLOCK + np.flatnonzero(tail == b))
+            return b, np.concatenate(parts) if len(parts) > 1 else parts[0]
+        # Split into a head and tail scanned directly and whole 64-blocks in between, which are
+        # themselves split into 64-blocks and whole 4096-superblocks.
+        b1, b2 = -(-a // BLOCK), hi // BLOCK  # whole blocks [b1, b2)
+        pieces = [(a, b1 * BLOCK), (b2 * BLOCK, hi)]
+        s1, s2 = -(-b1 // BLOCK), b2 // BLOCK  # whole superblocks [s1, s2)
+        if s2 > s1:
+            block_ranges = [(b1, s1 * BLOCK), (s2 * BLOCK, b2)]
+        else:
+            block_ranges, s1, s2 = [(b1, b2)], 0, 0
+        mins = [int(lcp[x:y].min()) for x, y in pieces if y > x]
+        mins += [int(self._min64[x:y].min()) for x, y in block_ranges if y > x]
+        if s2 > s1:
+            mins.append(int(self._min4096[s1:s2].min()))
+        b = min(mins)
+        blocks = [x + np.flatnonzero(self._min64[x:y] == b) for x, y in block_ranges if y > x]
+        if s2 > s1:
+            supers = s1 + np.flatnonzero(self._min4096[s1:s2] == b)
+            if len(supers):
+                sub = self._min64[: self._full4096 // BLOCK].reshape(-1, BLOCK)[supers]
+                r, c = np.nonzero(sub == b)
+                blocks.append(supers[r] * BLOCK + c)
+        blocks = np.sort(np.concatenate(blocks)) if blocks else np.zeros(0, np.int64)
+        found = [x + np.flatnonzero(lcp[x:y] == b) for x, y in pieces if y > x]
+        if len(blocks):
+            full = lcp[: self._full64].reshape(-1, BLOCK)
+            r, c = np.nonzero(full[blocks] == b)
+            found.append(blocks[r] * BLOCK + c)
+        return b, np.sort(np.concatenate(found))
+
+    def _branch(self, lo: int, hi: int) -> tuple[int, np.ndarray]:
+        # One answer per fact range, shared by every depth of its unary stretch.
+        key = (lo, hi)
+        hit = self._branches.get(key) or self._big.get(id(self._branches), {}).get(key)
+        if hit is None:
+            hit = self._min_positions(lo + 1, hi)
+            self._remember(self._branches, key, hit, hi - lo)
+        return hit
+
+    def _expand(self, lo: int, hi: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Children of node ``(lo, hi, d)``: sorted tokens and each child's fact range."""
+        key = (lo, hi, d)
+        hit = self._expanded.get(key) or self._big.get(id(self._expanded), {}).get(key)
+        if hit is not None:
+            return hit
+        if hi - lo <= 0:
+            out = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        else:
+            s, toks = self._row(lo)
+            terminal = s + len(toks) == d
+            b, positions = self._branch(lo, hi) if hi - lo > 1 else (255, None)
+            if d < b and not terminal:  # inside a unary stretch: one child, the whole range
+                out = (np.array([toks[d - s]]), np.array([lo]), np.array([hi]))
+            elif hi - lo == 1:
+                out = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+            else:
+                starts = positions.astype(np.int64)
+                tokens = self._first[starts].astype(np.int64)
+                if not terminal:
+                    starts = np.concatenate([[lo], starts])
+                    tokens = np.concatenate([[toks[d - s]], tokens])
+                ends = np.concatenate([starts[1:], [hi]])
+                out = (tokens, starts, ends)
+        self._remember(self._expanded, key, out, hi - lo)
+        return out
+
+    def _remember(self, cache: dict, key: Any, value: Any, size: int) -> None:
+        # Ranges of many facts (the top of the tree: every walk passes there, and they cost the
+        # most to expand) are kept in a second map with a larger bound; the rest is a small
+        # cache emptied when full, so memory stays bounded whatever the index size.
+        if size > SUPER:
+            big = self._big.setdefault(id(cache), {})
+            if len(big) > 65536:
+                big.clear()
+            big[key] = value
+        else:
+            if len(cache) > 8192:
+                cache.clear()
+            cache[key] = value
+
+    # ---- the cursor API (same as FactIndex) ---------------------------------------------------
+    def root(self, used: tuple[int, ...] = ()) -> FactCursor:
+        """A cursor at the start of a fact; ``used`` are ids of facts already said."""
+        return FactCursor(0, used)
+
+    @staticmethod
+    def _spent(used: tuple[int, ...], lo: np.ndarray | int, hi: np.ndarray | int):
+        u = np.sort(np.asarray(used, dtype=np.int64))
+        return np.searchsorted(u, hi) - np.searchsorted(u, lo)
+
+    def remaining(self, node: int, used: tuple[int, ...] = ()) -> int:
+        """Facts below ``node`` that have not been generated yet."""
+        lo, hi, _ = self._unpack(node)
+        n = hi - lo
+        return n - int(self._spent(used, lo, hi)) if used else n
+
+    def _single(self, lo: int, hi: int, d: int) -> int:
+        """The only next token at ``(lo, hi, d)`` inside a unary stretch (most steps: no arrays
+        built, nothing cached); -1 at a branch point; -2 where the only fact ends."""
+        if hi <= lo:
+            return -2
+        s, toks = self._row(lo)
+        if s + len(toks) == d:
+            return -2 if hi - lo == 1 else -1
+        if hi - lo == 1 or d < self._branch(lo, hi)[0]:
+            return toks[d - s]
+        return -1
+
+    def _one(self, token: int) -> np.ndarray:
+        arr = self._ones.get(token)
+        if arr is None:
+            arr = np.array([token], dtype=np.int64)
+            arr.flags.writeable = False
+            self._ones[token] = arr
+        return arr
+
+    def next_tokens(self, cursor: FactCursor) -> np.ndarray:
+        """Token ids that continue at least one fact not generated yet (sorted)."""
+        lo, hi, d = self._unpack(cursor.node)
+        t = self._single(lo, hi, d)
+        if t >= 0:
+            if cursor.used and self.remaining(cursor.node, cursor.used) == 0:
+                return _EMPTY
+            return self._one(t)
+        if t == -2:
+            return _EMPTY
+        tokens, starts, ends = self._expand(lo, hi, d)
+        if not cursor.used or len(tokens) == 0:
+            return tokens
+        return tokens[(ends - starts) - self._spent(cursor.used, starts, ends) > 0]
+
+    def can_end(self, cursor: FactCursor) -> bool:
+        """True when a fact ends here and has not been generated yet."""
+        lo, hi, d = self._unpack(cursor.node)
+        return hi > lo and self._row_len(lo) == d and lo not in cursor.used
+
+    def child(self, node: int, token: int) -> int:
+        """The child of ``node`` along ``token``, or -1."""
+        lo, hi, d = self._unpack(node)
+        t = self._single(lo, hi, d)
+        if t >= 0:
+            return self._pack(lo, hi, d + 1) if t == token else -1
+        if t == -2:
+            return -1
+        tokens, starts, ends = self._expand(lo, hi, d)
+        j = int(np.searchsorted(tokens, token))
+        if j < len(tokens) and tokens[j] == token:
+            return self._pack(int(starts[j]), int(ends[j]), d + 1)
+        return -1
+
+    def step(self, cursor: FactCursor, token: int) -> FactCursor:
+        """Follow ``token``; raises ``KeyError`` when no remaining fact continues with it."""
+        node = self.child(cursor.node, token)
+        if node < 0 or self.remaining(node, cursor.used) == 0:
+            raise KeyError(f"token {token} continues no remaining fact at node {cursor.node}")
+        return FactCursor(node, cursor.used)
+
+    def finish(self, cursor: FactCursor) -> tuple[int, FactCursor]:
+        """End the fact at the cursor: its fact id, and a root cursor that will not produce it again."""
+        if not self.can_end(cursor):
+            raise KeyError(f"no remaining fact ends at node {cursor.node}")
+        lo = self._unpack(cursor.node)[0]
+        return lo, FactCursor(0, cursor.used + (lo,))
+
+    # ---- facts back -------------------------------------------------------------------------
+    def fact_tokens(self, fact_id: int) -> list[int]:
+        """The token ids of fact ``fact_id``, rebuilt from its restart point."""
+        if not 0 <= fact_id < self._n:
+            raise IndexError(f"fact id {fact_id} out of range (0..{self._n - 1})")
+        tokens: list[int] = []
+        for i in range(fact_id - fact_id % BLOCK, fact_id + 1):
+            s, toks = self._row(i)
+            tokens = tokens[:s] + toks
+        return tokens
+
+    def fact_text(self, fact_id: int) -> str:
+        if self.tokenizer is None:
+            raise FactweaveError(f"{self.path}: reading fact text needs the tokenizer (open the index with it)")
+        text = self.tokenizer.decode(self.fact_tokens(fact_id), skip_special_tokens=True,
+                                     clean_up_tokenization_spaces=False)
+        return text[1:] if text.startswith(" ") else text
+
+    def fact(self, fact_id: int) -> Fact:
+        """Fact ``fact_id`` as a :class:`Fact` (a triple when its text is one, else a statement)."""
+        text = self.fact_text(fact_id)
+        m = _TRIPLE.fullmatch(text)
+        if m:
+            return Fact(m.group(1), m.group(2), m.group(3), f"{self.path.name}#{fact_id}")
+        return Fact("", "", "", f"{self.path.name}#{fact_id}", text)
+
+    def token_rows(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, ...]]:
+        """Every fact's tokens in id order, decoded a block of rows at a time (vectorized)."""
+        stop = self._n if stop is None else min(stop, self._n)
+        step = 64 * BLOCK
+        for lo in range(start - start % BLOCK, stop, step):
+            hi = min(stop, lo + step)
+            yield from self._decode_rows(lo, hi)[max(0, start - lo):]
+
+    def _decode_rows(self, lo: int, hi: int) -> list[tuple[int, ...]]:
+        out, lens = self.token_matrix(lo, hi)
+        return [tuple(row[:k]) for row, k in zip(out.tolist(), lens.tolist())]
+
+    def token_matrix(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Facts ``lo..hi-1`` (``lo`` a multiple of 64) as a zero-padded token matrix and their
+        lengths, rebuilt with numpy column by column (no Python loop per fact)."""
+        if lo % BLOCK:
+            raise ValueError(f"token_matrix starts at a multiple of {BLOCK}")
+        hi = min(hi, self._n)
+        n = hi - lo
+        lens_b = self._rest_len[lo:hi].astype(np.int64)
+        if len(self._long_rows):
+            a, b = np.searchsorted(self._long_rows, [lo, hi])
+            lens_b[self._long_rows[a:b].astype(np.int64) - lo] = self._long_lens[a:b]
+        off = int(self._block_offsets[lo // BLOCK])
+        nbytes = int(lens_b.sum())
+        raw = np.frombuffer(self._mm, dtype=np.uint8, count=nbytes, offset=self._rest_start + off)
+        starts = (raw & 0xC0) != 0x80
+        ranks = ranks_of_utf8(raw.tobytes())
+        tokens = np.asarray(self._arrays["rank_tokens"], dtype=np.int64)[ranks]
+        # Tokens per row: code points whose first byte lies in that row's bytes.
+        row_of_byte = np.repeat(np.arange(n), lens_b)
+        per_row = np.bincount(row_of_byte[starts], minlength=n)
+        lcp = self._lcp[lo:hi].astype(np.int64)
+        gid = lo + np.arange(n)
+        s = np.where(gid % BLOCK == 0, 0, lcp)
+        lens = s + per_row + 1
+        width = int(lens.max())
+        out = np.zeros((n, width), dtype=np.int64)
+        depth = np.arange(width)[None, :]
+        stored = (depth >= s[:, None]) & (depth < lens[:, None])
+        rest_mask = stored & (depth != lcp[:, None])
+        out[rest_mask] = tokens
+        out[np.arange(n), lcp] = self._first[lo:hi]
+        # Depths below s come from the row above: forward-fill each column from the last row
+        # that stored it (restart rows store everything, so the fill never crosses a block).
+        idx = np.where(stored, np.arange(n)[:, None], 0)
+        np.maximum.accumulate(idx, axis=0, out=idx)
+        out = np.take_along_axis(out, idx, axis=0)
+        out[depth >= lens[:, None]] = 0
+        return out, lens
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return dict(self._arrays)
+
+
+# ---- building -----------------------------------------------------------------------------------
+def build_disk_index(facts: Iterable[Fact], tokenizer: Any, path: str | Path, *, memory_mb: int = 1024,
+                     meta: dict[str, Any] | None = None, progress: bool = False, batch: int = 50_000,
+                     exact_tokens: bool = False) -> dict[str, Any]:
+    """Tokenize ``facts`` (a stream of any length), sort them under ``memory_mb`` (runs on disk
+    when they do not fit), and write the disk index at ``path`` atomically. Returns build stats.
+
+    >>> stats = build_disk_index(synthetic_facts(1_000_000), tokenizer, "kb.fwd", memory_mb=512)  # doctest: +SKIP
+    """
+    from tqdm.auto import tqdm
+
+    from .external_sort import SequenceSorter, flatten
+    from .segments import FactTokenizer
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ft = FactTokenizer(tokenizer, exact=exact_tokens)
+    vocab = max(len(tokenizer), max(tokenizer.get_vocab().values()) + 1)
+    unit = 2 if vocab < (1 << 16) else 4
+    counts = np.zeros(vocab, dtype=np.int64)
+    work = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".sort", dir=path.parent))
+    sorter = SequenceSorter(work, memory_bytes=int(memory_mb) << 20, unit=unit)
+    given = 0
+    try:
+        buf: list[Fact] = []
+        bar = tqdm(desc="tokenizing", unit=" facts", disable=not progress)
+
+        def flush() -> None:
+            seqs = ft.encode(buf)
+            # The file keeps tokens only: a fact's text must come back from them. Checked on a
+            # sample (a tokenizer that maps words to <unk> would lose text silently otherwise).
+            for i in range(0, len(buf), 997):
+                back = tokenizer.decode(list(seqs[i]), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+                back = back[1:] if back.startswith(" ") else back
+                if back != buf[i].text:
+                    raise FactweaveError(f"this tokenizer does not decode {buf[i].text!r} back to its text "
+                                         f"(got {back!r}); use the in-memory index for it")
+            flat, lengths = flatten(seqs)
+            counts[:] += np.bincount(flat, minlength=vocab)[:vocab]
+            sorter.add(flat, lengths)
+            bar.update(len(buf))
+            buf.clear()
+
+        for fact in facts:
+            buf.append(fact)
+            given += 1
+            if len(buf) >= batch:
+                flush()
+        if buf:
+            flush()
+        bar.close()
+        writer = DiskIndexWriter(path, fingerprint=tokenizer_fingerprint(tokenizer), token_counts=counts,
+                                 meta={**(meta or {}), "facts_given": given, "composed_tokens": ft.composed})
+        try:
+            bar = tqdm(desc="writing", unit=" facts", disable=not progress)
+            for keys in sorter.sorted_chunks():
+                m = np.frombuffer(keys.tobytes(), dtype=">u2" if unit == 2 else ">u4").reshape(len(keys), -1)
+                writer.add(m)
+                bar.update(len(keys))
+            bar.close()
+            writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        runs = len(sorter.runs)
+    finally:
+        sorter.close()
+        for p in work.glob("*"):
+            p.unlink(missing_ok=True)
+        work.rmdir()
+    return {"path": str(path), "facts_given": given, "facts": writer.count, "nodes": writer.nodes,
+            "runs": runs, "bytes": path.stat().st_size}
+
+
+def is_disk_index(path: str | Path) -> bool:
+    """True when ``path`` starts with the disk index magic bytes."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
