@@ -13,14 +13,19 @@ Every build, probe and generation runs in its own process, so peak memory and co
 that step's own. The knowledge bases are written once (``factweave kb synthetic`` format) under
 ``--work``.
 
-Adding a backend (e.g. PostgreSQL): write a class with ``name``, ``suffix``,
-``build(kb_tsv, tokenizer, out, memory_mb) -> dict`` and ``open(path, tokenizer)`` returning an
-object with the FactIndex cursor API, and register it in ``BACKENDS``; then ``--backends disk,pg``.
+Backends: ``disk`` (memory-mapped), ``memory`` (the in-memory tree's file), ``pg`` (PostgreSQL at
+$FACTWEAVE_PG_DSN, else a throwaway local cluster started for the run; its bytes are the tree
+and facts tables with their indexes, ``tree_bytes_per_fact`` the tree's alone). Adding one: a
+class with ``name``, ``suffix``, ``build(kb_tsv, tokenizer, out, memory_mb) -> dict`` and
+``open(path, tokenizer)`` returning an object with the FactIndex cursor API, registered in
+``BACKENDS``.
 
 Examples::
 
     python benchmarks/index_scale.py                                  # 1M and 10M, disk + memory + peer
     python benchmarks/index_scale.py --sizes 100000 --gen-tokens 64   # a quick run
+    python benchmarks/index_scale.py --sizes 1000000 --backends pg --no-peer --gen-backends pg \
+        --json benchmarks/results/index_scale_pg.json                  # PostgreSQL at 1M
 """
 from __future__ import annotations
 
@@ -81,7 +86,27 @@ class MemoryBackend:
         return load_index(path, tokenizer)
 
 
-BACKENDS: dict[str, Any] = {"disk": DiskBackend(), "memory": MemoryBackend()}
+class PostgresBackend:
+    """The PostgreSQL index (agent/index/postgres.py) on the server at $FACTWEAVE_PG_DSN (main()
+    starts a throwaway local cluster when it is not set). Bytes: the tree table plus the facts
+    table (``pg_total_relation_size``, indexes included)."""
+
+    name, suffix = "pg", ".pg"
+
+    def build(self, kb: Path, tokenizer: Any, out: Path, memory_mb: int) -> dict[str, Any]:
+        from agent.index.postgres import build_postgres_index
+
+        report = build_postgres_index(os.environ["FACTWEAVE_PG_DSN"], read_kb(kb), tokenizer, name=out.stem.replace("-", "_"))
+        return {"facts": report.facts, "nodes": report.nodes, "bytes": report.tree_bytes + report.facts_bytes,
+                "tree_bytes": report.tree_bytes, "rows": report.rows}
+
+    def open(self, path: Path, tokenizer: Any) -> Any:
+        from agent.index.postgres import PostgresFactIndex
+
+        return PostgresFactIndex.open(os.environ["FACTWEAVE_PG_DSN"], path.stem.replace("-", "_"), tokenizer=tokenizer)
+
+
+BACKENDS: dict[str, Any] = {"disk": DiskBackend(), "memory": MemoryBackend(), "pg": PostgresBackend()}
 
 
 def read_kb(path: Path):
@@ -179,7 +204,8 @@ def worker_probe(a: dict[str, Any]) -> dict[str, Any]:
     tok = load_tok(a["model"])
     tokenizer_fingerprint(tok)  # hashing the vocabulary is the tokenizer's cost, not the open's
     path = Path(a["index"])
-    _evict(path)
+    if path.exists():  # a file backend; PostgreSQL's "cold" is a fresh process with an empty row cache
+        _evict(path)
     base = peak_rss_mb()
     start = time.perf_counter()
     index = BACKENDS[a["backend"]].open(path, tok)
@@ -337,6 +363,20 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    local_pg = None
+    if "pg" in args.backends.split(",") and not os.environ.get("FACTWEAVE_PG_DSN"):
+        from agent.index.pg_local import LocalPostgres
+
+        local_pg = LocalPostgres().start()
+        os.environ["FACTWEAVE_PG_DSN"] = local_pg.dsn  # the workers inherit it
+    try:
+        return _run(args, work)
+    finally:
+        if local_pg is not None:
+            local_pg.stop()
+
+
+def _run(args: argparse.Namespace, work: Path) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     backends = [b for b in args.backends.split(",") if b]
     rows: list[dict[str, Any]] = []
@@ -359,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                                    "build_peak_rss_mb": round(b["peak_rss_mb"]),
                                    "build_rss_before_mb": round(b["rss_before_build_mb"]),
                                    "bytes": b["bytes"], "bytes_per_fact": round(b["bytes"] / b["facts"], 2),
+                                   "tree_bytes_per_fact": round(b.get("tree_bytes", b["bytes"]) / b["facts"], 2),
                                    "sort_runs": b.get("runs")}
             print(f"  {name}: built {b['facts']:,} facts in {b['seconds']:.1f} s, {row['bytes_per_fact']} B/fact", flush=True)
             p = run_worker("probe", {"backend": name, "index": str(out), "model": args.model, "texts": texts})

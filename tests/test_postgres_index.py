@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import word_tokenizer
+from conftest import run_cli, word_tokenizer
 
 from agent.errors import FactweaveError, IndexMismatchError
 from agent.index import FactIndex
@@ -107,6 +107,56 @@ def test_demo_kb_same_next_tokens_and_counts_for_random_prefixes(demo_pg, demo_i
     assert compared > 1000
     stats = pg.stats()
     assert stats["cache_hits"] > stats["round_trips"]
+
+
+@pytest.mark.model
+def test_postgres_equals_the_embedded_disk_index_on_the_same_facts(demo_pg, demo_index, smollm, tmp_path):
+    """The two on-disk backends side by side on the demo KB: same next tokens, same ends, same
+    counts of facts below every random prefix, also once some facts were generated (each index
+    marks a generated fact in its own ids, so the same facts are finished in both)."""
+    from agent.index import load_index
+    from agent.index.disk import build_disk_index
+    from agent.knowledge.kamel import demo_kamel_root
+    from agent.knowledge.loaders import load_facts
+
+    build_disk_index(load_facts(demo_kamel_root()), smollm.tokenizer, tmp_path / "demo.fwd")
+    disk, pg = load_index(tmp_path / "demo.fwd", smollm.tokenizer), demo_pg
+    assert len(disk) == len(pg)
+    rng = random.Random(11)
+
+    def walk(index, tokens, used):
+        """What the index says at each prefix of ``tokens``, up to where no remaining fact goes on."""
+        cur, seen = index.root(used), []
+        for tok in tokens:
+            allowed = index.next_tokens(cur).tolist()
+            seen.append((allowed, index.can_end(cur), index.remaining(cur.node, cur.used)))
+            if tok not in allowed:
+                return seen, None
+            cur = index.step(cur, tok)
+        seen.append((index.next_tokens(cur).tolist(), index.can_end(cur), index.remaining(cur.node, cur.used)))
+        return seen, cur
+
+    def finish_all(index, facts):
+        used: tuple = ()
+        for tokens in facts:
+            _, cur = walk(index, tokens, used)
+            if cur is not None and index.can_end(cur):  # not said already
+                used = index.finish(cur)[1].used
+        return used
+
+    compared = 0
+    for fact_id in rng.sample(range(len(demo_index)), 200):
+        tokens = demo_index.fact_tokens(fact_id)
+        prefix = tokens[: rng.randrange(0, len(tokens) + 1)]
+        said = [demo_index.fact_tokens(i) for i in rng.sample(range(len(demo_index)), 3)] + [tokens]
+        for after_said in (False, True):
+            used_disk = finish_all(disk, said) if after_said else ()
+            used_pg = finish_all(pg, said) if after_said else ()
+            on_disk, _ = walk(disk, prefix, used_disk)
+            on_pg, _ = walk(pg, prefix, used_pg)
+            assert on_disk == on_pg
+            compared += len(on_disk)
+    assert compared > 1000
 
 
 @pytest.mark.model
@@ -212,17 +262,16 @@ def test_a_failed_rebuild_keeps_the_old_index(pg_dsn):
         assert walk_all(new, fresh, fresh.root()) == new.node_count
 
 
-def run_cli(*args: str, cache, check: bool = True):
+def cli(*args: str, cache, check: bool = True):
+    """``factweave ARGS`` without a PostgreSQL DSN from the environment (the tests pass their own)."""
     import os
-    import subprocess
-    import sys
 
-    from conftest import REPO
-
-    env = {**os.environ, "FACTWEAVE_CACHE": str(cache), "PYTHONPATH": str(REPO)}
-    env.pop("FACTWEAVE_PG_DSN", None)
-    proc = subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=600, check=False)
+    saved = os.environ.pop("FACTWEAVE_PG_DSN", None)
+    try:
+        proc = run_cli(*args, cache=cache, timeout=600)
+    finally:
+        if saved is not None:
+            os.environ["FACTWEAVE_PG_DSN"] = saved
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
@@ -232,10 +281,10 @@ def run_cli(*args: str, cache, check: bool = True):
 def test_cli_builds_lists_and_opens_a_postgres_index(pg_dsn, cache_dir, smollm, tmp_path):
     kb = tmp_path / "facts.tsv"
     kb.write_text("Zorblax\tinvented by\tMira Quell\nZorblax\tfirst shown in\tLyon\nMira Quell\tplace of birth\tOslo\n")
-    out = run_cli("index", "build", "--kb", str(kb), "--model", "smollm2-135m", "--backend", "postgres",
+    out = cli("index", "build", "--kb", str(kb), "--model", "smollm2-135m", "--backend", "postgres",
                   "--dsn", pg_dsn, "--name", "fwtest_cli", cache=cache_dir).stdout
     assert "3 facts" in out and "'fwtest_cli'" in out
-    listed = json.loads(run_cli("index", "list", "--dsn", pg_dsn, "--json", cache=cache_dir).stdout)
+    listed = json.loads(cli("index", "list", "--dsn", pg_dsn, "--json", cache=cache_dir).stdout)
     assert {"name": "fwtest_cli", "facts": 3, "model": "smollm2-135m"}.items() <= \
         next(i for i in listed if i["name"] == "fwtest_cli").items()
     with PostgresFactIndex.open(pg_dsn, "fwtest_cli", tokenizer=smollm.tokenizer) as pg:
@@ -248,7 +297,7 @@ def test_cli_says_which_server_is_down_in_one_line(tmp_path):
     from agent.index.pg_local import _free_port
 
     port = _free_port()
-    proc = run_cli("index", "list", "--dsn", f"host=127.0.0.1 port={port} dbname=kb connect_timeout=3",
+    proc = cli("index", "list", "--dsn", f"host=127.0.0.1 port={port} dbname=kb connect_timeout=3",
                    cache=tmp_path, check=False)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
