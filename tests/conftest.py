@@ -22,6 +22,16 @@ def run_cli(*args: str, cache: Path, timeout: int = 900) -> subprocess.Completed
                           cwd=REPO, timeout=timeout, check=False)
 
 
+def enumerate_facts(index, cursor, prefix=()):
+    """Every fact reachable by an index's public cursor API from ``cursor``, as token tuples."""
+    out = []
+    if index.can_end(cursor):
+        out.append(prefix)
+    for tok in index.next_tokens(cursor):
+        out.extend(enumerate_facts(index, index.step(cursor, int(tok)), prefix + (int(tok),)))
+    return out
+
+
 def word_tokenizer(extra: tuple[str, ...] = ()):
     """A real fast tokenizer (word level, whitespace kept as its own tokens) built without files."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import word_tokenizer
+from conftest import enumerate_facts, word_tokenizer
 
 from agent.errors import FactweaveError, IndexMismatchError
 from agent.index import FactIndex, load_index
@@ -35,15 +35,6 @@ def disk_from_sequences(seqs, path, *, memory_bytes=1 << 20, vocab=None):
     sorter.close()
     return DiskFactIndex.open(path), runs
 
-
-def enumerate_facts(index, cursor, prefix=()):
-    """Every fact reachable by the public cursor API, as token tuples."""
-    out = []
-    if index.can_end(cursor):
-        out.append(prefix)
-    for tok in index.next_tokens(cursor):
-        out.extend(enumerate_facts(index, index.step(cursor, int(tok)), prefix + (int(tok),)))
-    return out
 
 
 def random_sequences(n, seed, alphabet=5, max_len=10, vocab=300):

@@ -5,7 +5,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import word_tokenizer
+from conftest import enumerate_facts, word_tokenizer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,15 +20,6 @@ def build(seqs):
     facts = [Fact(f"s{i}", "p", "o", f"row {i}") for i in range(len(seqs))]
     return FactIndex.from_token_ids(seqs, facts, "test")
 
-
-def enumerate_facts(index, cursor, prefix=()):
-    """Every fact reachable by the public cursor API, as token tuples."""
-    out = []
-    if index.can_end(cursor):
-        out.append(prefix)
-    for tok in index.next_tokens(cursor):
-        out.extend(enumerate_facts(index, index.step(cursor, int(tok)), prefix + (int(tok),)))
-    return out
 
 
 @settings(max_examples=200, deadline=None)

@@ -51,10 +51,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FactweaveError, IndexMismatchError
+from ..errors import FactweaveError
 from ..knowledge.facts import Fact
 from .cursor import FactCursor
-from .tokens import tokenizer_fingerprint
+from .storage import read_json_header
+from .tokens import refuse_other_tokenizer, tokenizer_fingerprint
 
 MAGIC = b"FWDISK1\n"
 FORMAT_VERSION = 1
@@ -256,25 +257,8 @@ class DiskIndexWriter:
 def read_disk_header(path: str | Path) -> dict[str, Any]:
     """The header of a disk index file; refuses bad magic, other versions and truncated files."""
     path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(len(MAGIC))
-            if magic != MAGIC:
-                raise FactweaveError(f"{path}: not a factweave disk index (bad magic bytes)")
-            size = int.from_bytes(f.read(8), "little")
-            actual = os.fstat(f.fileno()).st_size
-            raw = f.read(min(size, actual))
-    except FileNotFoundError:
-        raise FactweaveError(f"{path}: no such index file (build one with `factweave index build --backend disk`)") from None
-    if len(raw) != size:
-        raise FactweaveError(f"{path}: index file is truncated (header incomplete)")
-    try:
-        header = json.loads(raw)
-    except ValueError:
-        raise FactweaveError(f"{path}: index header is corrupt") from None
-    if header.get("format_version") != FORMAT_VERSION:
-        raise IndexMismatchError(f"{path}: disk index format version {header.get('format_version')} is not supported "
-                                 f"(this factweave reads version {FORMAT_VERSION}); rebuild it")
+    header, _ = read_json_header(path, MAGIC, FORMAT_VERSION, kind="disk index")
+    actual = path.stat().st_size
     if actual != header.get("file_bytes"):
         state = "truncated" if actual < header.get("file_bytes", 0) else "corrupt (longer than written)"
         raise FactweaveError(f"{path}: index file is {state}: {actual:,} bytes, header says {header.get('file_bytes', 0):,}")
@@ -345,13 +329,8 @@ class DiskFactIndex:
         path = Path(path)
         header = read_disk_header(path)
         if tokenizer is not None:
-            mine = tokenizer_fingerprint(tokenizer)
-            if mine != header["tokenizer_fingerprint"]:
-                built_for = header.get("meta", {}).get("model", "another tokenizer")
-                raise IndexMismatchError(
-                    f"{path}: this index was built for {built_for} (tokenizer {header['tokenizer_fingerprint'][:12]}), "
-                    f"not for the loaded model's tokenizer ({mine[:12]}); rebuild it with "
-                    f"`factweave index build --backend disk --model <your model>`")
+            refuse_other_tokenizer(str(path), header["tokenizer_fingerprint"], header.get("meta", {}).get("model", ""),
+                                   tokenizer, "`factweave index build --backend disk --model <your model>`")
         index = cls(path, header, tokenizer)
         index.verify(limit=None if verify else _EAGER_VERIFY)
         return index

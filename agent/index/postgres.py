@@ -59,7 +59,7 @@ from ..errors import FactweaveError, IndexMismatchError
 from ..knowledge.facts import Fact
 from .cursor import FactCursor
 from .table import COLUMNS
-from .tokens import tokenizer_fingerprint
+from .tokens import refuse_other_tokenizer
 from .trie import FactIndex
 
 FORMAT = "factweave-pg-index"
@@ -535,13 +535,9 @@ class PostgresFactIndex:
                                      f"{info.get('format_version')}; this factweave reads version {FORMAT_VERSION}: "
                                      "rebuild it with `factweave index build --backend postgres`")
         if tokenizer is not None:
-            mine = tokenizer_fingerprint(tokenizer)
-            if mine != info["tokenizer_fingerprint"]:
-                built_for = info.get("meta", {}).get("model") or "another tokenizer"
-                raise IndexMismatchError(
-                    f"fact index {name!r} at {where} was built for {built_for} (tokenizer "
-                    f"{info['tokenizer_fingerprint'][:12]}), not for the loaded model's tokenizer ({mine[:12]}); "
-                    f"rebuild it with `factweave index build --backend postgres --model <your model>`")
+            refuse_other_tokenizer(f"fact index {name!r} at {where}", info["tokenizer_fingerprint"],
+                                   info.get("meta", {}).get("model") or "", tokenizer,
+                                   "`factweave index build --backend postgres --model <your model>`")
         from psycopg_pool import PoolTimeout
 
         try:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import FactweaveError, IndexMismatchError
 from .table import FactTable
-from .tokens import tokenizer_fingerprint
+from .tokens import refuse_other_tokenizer
 from .trie import TREE_ARRAYS, FactIndex
 
 MAGIC = b"FWIDX1\n"
@@ -76,16 +76,16 @@ def save_index(index: FactIndex, path: str | Path, *, meta: dict[str, Any] | Non
     return path
 
 
-def read_header(path: str | Path) -> tuple[dict[str, Any], int]:
-    """The header of an index file and the byte offset where its arrays start."""
+def read_json_header(path: str | Path, magic: bytes, version: int, *, kind: str) -> tuple[dict[str, Any], int]:
+    """The JSON header after ``magic`` and its 8-byte length, and the header's end offset; bad
+    magic, a missing file, a cut or corrupt header and another format version are one line."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
-            magic = f.read(len(MAGIC))
-            if magic != MAGIC:
-                raise FactweaveError(f"{path}: not a factweave index (bad magic bytes)")
+            if f.read(len(magic)) != magic:
+                raise FactweaveError(f"{path}: not a factweave {kind} (bad magic bytes)")
             size = int.from_bytes(f.read(8), "little")
-            raw = f.read(size)
+            raw = f.read(min(size, os.fstat(f.fileno()).st_size))
     except FileNotFoundError:
         raise FactweaveError(f"{path}: no such index file (build one with `factweave index build`)") from None
     if len(raw) != size:
@@ -94,13 +94,18 @@ def read_header(path: str | Path) -> tuple[dict[str, Any], int]:
         header = json.loads(raw)
     except ValueError:
         raise FactweaveError(f"{path}: index header is corrupt") from None
-    if header.get("format_version") != FORMAT_VERSION:
+    if header.get("format_version") != version:
         raise IndexMismatchError(
-            f"{path}: index format version {header.get('format_version')} is not supported "
-            f"(this factweave reads version {FORMAT_VERSION}); rebuild it with `factweave index build`"
+            f"{path}: {kind} format version {header.get('format_version')} is not supported "
+            f"(this factweave reads version {version}); rebuild it with `factweave index build`"
         )
-    start = -(-(len(MAGIC) + 8 + size) // _ALIGN) * _ALIGN
-    return header, start
+    return header, len(magic) + 8 + size
+
+
+def read_header(path: str | Path) -> tuple[dict[str, Any], int]:
+    """The header of an index file and the byte offset where its arrays start."""
+    header, end = read_json_header(path, MAGIC, FORMAT_VERSION, kind="index")
+    return header, -(-end // _ALIGN) * _ALIGN
 
 
 def load_index(path: str | Path, tokenizer: Any | None = None, *, verify: bool | str = True) -> Any:
@@ -116,14 +121,8 @@ def load_index(path: str | Path, tokenizer: Any | None = None, *, verify: bool |
         return DiskFactIndex.open(path, tokenizer, verify=verify == "full")
     header, start = read_header(path)
     if tokenizer is not None:
-        mine = tokenizer_fingerprint(tokenizer)
-        if mine != header["tokenizer_fingerprint"]:
-            built_for = header.get("meta", {}).get("model", "another tokenizer")
-            raise IndexMismatchError(
-                f"{path}: this index was built for {built_for} (tokenizer {header['tokenizer_fingerprint'][:12]}), "
-                f"not for the loaded model's tokenizer ({mine[:12]}); rebuild it with "
-                f"`factweave index build --model <your model>`"
-            )
+        refuse_other_tokenizer(str(path), header["tokenizer_fingerprint"], header.get("meta", {}).get("model", ""),
+                               tokenizer, "`factweave index build --model <your model>`")
     data = path.read_bytes()
     arrays: dict[str, np.ndarray] = {}
     digest = hashlib.sha256()

@@ -59,6 +59,18 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return fingerprint
 
 
+def refuse_other_tokenizer(where: str, built_fingerprint: str, built_for: str, tokenizer: Any, rebuild: str) -> None:
+    """Raise :class:`~agent.errors.IndexMismatchError` when ``tokenizer`` is not the one an index
+    at ``where`` was built for (``built_for``: its model's name, when known); ``rebuild`` says how."""
+    from ..errors import IndexMismatchError
+
+    mine = tokenizer_fingerprint(tokenizer)
+    if mine != built_fingerprint:
+        raise IndexMismatchError(
+            f"{where}: this index was built for {built_for or 'another tokenizer'} (tokenizer "
+            f"{built_fingerprint[:12]}), not for the loaded model's tokenizer ({mine[:12]}); rebuild it with {rebuild}")
+
+
 def _compute_fingerprint(tokenizer: Any) -> str:
     h = hashlib.sha256()
     h.update(SCHEME.encode())
