@@ -347,7 +347,7 @@ def _print_stream(agent, question: str) -> dict:
     from rich.live import Live
     from rich.text import Text
 
-    from .agent.trace import describe_step
+    from .pipeline.trace import describe_step
 
     con = _console()
     live: Live | None = None

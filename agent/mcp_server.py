@@ -2,7 +2,7 @@
 
 An MCP client (Claude Desktop, an IDE, an agent framework) starts ``factweave mcp`` as a child
 process and talks JSON-RPC over its stdin and stdout. ``ask`` runs the whole pipeline
-(:class:`agent.agent.FactAgent`) and returns the answer with every fact it states;
+(:class:`agent.pipeline.FactAgent`) and returns the answer with every fact it states;
 ``search_facts`` returns the knowledge web's nearest facts with their score parts. Both results
 are structured (an output schema per tool) and also sent as JSON text for clients that read
 only text. The tool descriptions are prompt files (``prompts/mcp/``): an LLM reads them.
@@ -54,7 +54,7 @@ from .errors import FactweaveError
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from .agent import FactAgent
+    from .pipeline import FactAgent
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class _AgentSlot:
     (and then closed when it stops)."""
 
     def __init__(self, agent: "FactAgent | Callable[[], FactAgent]") -> None:
-        from .agent import FactAgent
+        from .pipeline import FactAgent
 
         self._given = isinstance(agent, FactAgent)
         self._agent: "FactAgent | None" = agent if self._given else None
@@ -275,7 +275,7 @@ def _answer(agent: "FactAgent", question: str, stop: threading.Event, ctx: Any) 
     """Run the agent (in a worker thread), reporting each step as MCP progress; the answer event."""
     import anyio.from_thread
 
-    from .agent.trace import describe_step
+    from .pipeline.trace import describe_step
 
     final: dict[str, Any] = {}
     steps = 0

@@ -14,7 +14,7 @@ from .models import LoadedModel, default_cache_dir, load_model
 from .settings import DEFAULT_MODEL
 
 if TYPE_CHECKING:
-    from .agent import FactAgent
+    from .pipeline import FactAgent
     from .llm.client import ChatClient
     from .settings import Settings
     from .web.web import KnowledgeWeb
@@ -113,7 +113,7 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
             reply = agent.answer("Where was Laurie Graff born?")
             reply.answer, [f["text"] for f in reply.facts]
     """
-    from .agent import FactAgent
+    from .pipeline import FactAgent
     from .rerank import Reranker
     from .settings import load_settings
 

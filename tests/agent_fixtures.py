@@ -35,7 +35,7 @@ def agent_web(tmp_path_factory, embedder):
 def small_agent(demo_generator, agent_web, local_chat):
     """The whole pipeline: retrieval from ``agent_web``, re-ranking and sub-queries by SmolLM2, the
     per-question tree first, then the demo KB (``tree="both"``)."""
-    from agent.agent import FactAgent
+    from agent.pipeline import FactAgent
     from agent.rerank import Reranker
 
     # A short reply budget: the re-ranker only has to name fact numbers (keeps the tests quick).

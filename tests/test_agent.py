@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from agent.agent import FactAgent
+from agent.pipeline import FactAgent
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
 from agent.knowledge.loaders import load_facts
 from agent.web.decompose import SentenceDecomposer

@@ -172,7 +172,7 @@ def test_a_server_without_a_web_says_so(smollm):
     import anyio
     from mcp import Client
 
-    from agent.agent import FactAgent
+    from agent.pipeline import FactAgent
     from agent.decoding import FactGenerator
     from agent.index import FactIndex
     from agent.knowledge.facts import Fact

@@ -38,7 +38,7 @@ def lean_agent(demo_generator, agent_web):
     each of those is a SmolLM2 call of 20-100 s on this busy 2-core machine (``small_agent``
     measured 42 and 154 s per question), and these tests need five answers. The re-ranker's
     path through this server has a test of its own below."""
-    from agent.agent import FactAgent
+    from agent.pipeline import FactAgent
 
     return FactAgent(demo_generator, agent_web, None, tree="both", k=8, max_rounds=0)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.agent.pipeline import _supported, about_question, knows
+from agent.pipeline.fact_agent import _supported, about_question, knows
 
 
 @pytest.mark.parametrize(("question", "fact", "expected"), [

@@ -24,7 +24,7 @@ from typing import Any
 
 import gradio as gr
 
-from agent.agent.trace import describe_step
+from agent.pipeline.trace import describe_step
 from agent.errors import FactweaveError
 
 from .render import chat_message, search_html, trace_html

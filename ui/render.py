@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from agent.agent.trace import describe_step
+from agent.pipeline.trace import describe_step
 
 TREE_LABELS = {"question": "per-question tree", "kb": "whole knowledge base"}
 

@@ -31,7 +31,7 @@ from agent.knowledge.facts import Fact
 from .uploads import DEFAULT_MAX_BYTES, read_uploads
 
 if TYPE_CHECKING:
-    from agent.agent import FactAgent
+    from agent.pipeline import FactAgent
     from agent.settings import Settings
 
 Progress = Callable[[float, str], None]
@@ -143,7 +143,7 @@ class UIRuntime:
     # --- answering -----------------------------------------------------------------------------
 
     def agent(self, options: AskOptions) -> FactAgent:
-        from agent.agent import FactAgent
+        from agent.pipeline import FactAgent
 
         return FactAgent(self.generator, self.web, self.reranker if options.rerank else None, tree=options.tree,
                          k=options.k, max_rounds=self.settings.max_rounds,

@@ -144,7 +144,7 @@ def _kgd_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings, 
 
 
 def _agent(generator: Any, knowledge: EvalKnowledge, settings: Settings, loaded: LoadedModel) -> Any:
-    from ..agent import FactAgent
+    from ..pipeline import FactAgent
     from ..rerank import Reranker
     from ..runtime import open_chat
 

@@ -31,7 +31,7 @@ from ..prompts import FewShotPrompt, read_prompt
 from .datasets import EvalQuestion
 
 if TYPE_CHECKING:
-    from ..agent import FactAgent
+    from ..pipeline import FactAgent
     from ..decoding import FactGenerator
     from ..decoding.rcd import AnswerSetGenerator
     from ..web.web import KnowledgeWeb
@@ -145,7 +145,7 @@ def web_rag_generator(generator: FactGenerator) -> FactGenerator:
 
 
 class AgentMethod:
-    """The whole agent pipeline (:class:`~agent.agent.FactAgent`), one question at a time."""
+    """The whole agent pipeline (:class:`~agent.pipeline.FactAgent`), one question at a time."""
 
     name = "agent"
     batched = False

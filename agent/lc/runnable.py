@@ -8,7 +8,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from typing_extensions import NotRequired, TypedDict
 
-from ..agent import FactAgent
+from ..pipeline import FactAgent
 from ..errors import FactweaveError
 
 
@@ -23,7 +23,7 @@ AgentInput = Union[str, AgentQuestion]
 
 
 class FactAgentRunnable(Runnable[AgentInput, dict[str, Any]]):
-    """A :class:`~agent.agent.FactAgent` as a LangChain ``Runnable``.
+    """A :class:`~agent.pipeline.FactAgent` as a LangChain ``Runnable``.
 
     Input: a question, or ``{"question": ..., "beams": n}``. ``invoke`` returns
     ``AgentAnswer.as_dict()`` (``question``, ``answer``, ``text``, ``facts``, ``trace``);

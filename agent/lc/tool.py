@@ -7,7 +7,7 @@ from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..agent import AgentAnswer, FactAgent
+from ..pipeline import AgentAnswer, FactAgent
 from ..errors import FactweaveError
 from ..prompts import read_prompt
 
@@ -24,7 +24,7 @@ class FactweaveQuestion(BaseModel):
 
 
 class FactweaveTool(BaseTool):
-    """A :class:`~agent.agent.FactAgent` as a LangChain tool named ``factweave``.
+    """A :class:`~agent.pipeline.FactAgent` as a LangChain tool named ``factweave``.
 
     The calling model reads a short text: the answer, then each supporting fact (quoted from
     the knowledge base) with its source. The ``ToolMessage``'s ``artifact`` is the whole

@@ -211,7 +211,7 @@ class LocalChat:
     """A local transformers model as a chat client: chat template, then ``generate``.
 
     ``model`` is a preset name, a folder, a Hub id, or an already :class:`LoadedModel`
-    (default: ``agent.runtime.DEFAULT_MODEL``). ``temperature=0`` decodes greedily; a
+    (default: ``agent.settings.DEFAULT_MODEL``). ``temperature=0`` decodes greedily; a
     positive temperature samples. One lock serialises calls, because one model and its
     fast tokenizer must not run two generations at once.
 
@@ -232,7 +232,7 @@ class LocalChat:
         from agent.models import LoadedModel, load_model
 
         if model is None:
-            from agent.runtime import DEFAULT_MODEL
+            from agent.settings import DEFAULT_MODEL
 
             model = DEFAULT_MODEL
         if not isinstance(model, LoadedModel):

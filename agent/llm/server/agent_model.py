@@ -11,7 +11,7 @@ The reply's ``content`` is the text the agent generated, token by token as it is
 
 The extra top-level field ``factweave`` carries ``{answer, supported, facts, trace}``: each
 fact's ``start``/``end`` index into ``content`` (``content[start:end]`` is the fact), and the
-trace is :class:`~agent.agent.AgentAnswer`'s. ``usage`` counts the real prompt and generated
+trace is :class:`~agent.pipeline.AgentAnswer`'s. ``usage`` counts the real prompt and generated
 tokens of every attempt. The request's ``max_tokens``, ``temperature`` and ``stop`` are not
 used: the agent decodes greedily within its own token budget.
 
@@ -28,13 +28,13 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agent.agent.pipeline import DONT_KNOW
+from agent.pipeline.fact_agent import DONT_KNOW
 
 from .models import BadReplyRequest, ReplyEnd, ReplyPiece
 from .wire import ChatRequest
 
 if TYPE_CHECKING:
-    from agent.agent import FactAgent
+    from agent.pipeline import FactAgent
 
 AGENT_MODEL_ID = "factweave"
 VERDICT = f"Answer: {DONT_KNOW}"
@@ -48,7 +48,7 @@ def blank_line_after(text: str) -> str:
 
 
 class AgentModel:
-    """Serve a :class:`~agent.agent.FactAgent` (see the module docstring for the reply's shape).
+    """Serve a :class:`~agent.pipeline.FactAgent` (see the module docstring for the reply's shape).
 
     Example::
 

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 def create_app(models: Any, api_key: str | None = None, *, limits: ServerLimits | None = None,
                default_max_tokens: int = 256) -> FastAPI:
     """A FastAPI app serving ``models``: one or several :class:`~agent.llm.client.ChatClient`,
-    :class:`~agent.agent.FactAgent` or :class:`ServedModel`; a request without ``model`` gets
+    :class:`~agent.pipeline.FactAgent` or :class:`ServedModel`; a request without ``model`` gets
     the first. With ``api_key`` every request needs that bearer key.
 
     Example::

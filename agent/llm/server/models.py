@@ -116,7 +116,7 @@ class ChatClientModel:
 
 def served_models(models: Any, default_max_tokens: int = 256) -> dict[str, ServedModel]:
     """``models`` (one, or an iterable of: :class:`ServedModel`, :class:`ChatClient`,
-    :class:`~agent.agent.FactAgent`) as served models by id, in the given order."""
+    :class:`~agent.pipeline.FactAgent`) as served models by id, in the given order."""
     items = [models] if not isinstance(models, Iterable) or isinstance(models, (str, bytes)) else list(models)
     if not items:
         raise ValueError("give at least one model to serve")
@@ -130,7 +130,7 @@ def served_models(models: Any, default_max_tokens: int = 256) -> dict[str, Serve
 
 
 def _as_served(item: Any, default_max_tokens: int) -> ServedModel:
-    from agent.agent import FactAgent
+    from agent.pipeline import FactAgent
 
     from .agent_model import AgentModel
 

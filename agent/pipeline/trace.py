@@ -1,7 +1,7 @@
 """Reading an agent trace: one-line descriptions of its step records.
 
 A trace (``AgentAnswer.trace``) holds the steps in order; each is a plain dict whose ``step`` is
-``retrieve``, ``rerank``, ``subquery`` or ``generate`` (see :mod:`agent.agent.pipeline`).
+``retrieve``, ``rerank``, ``subquery`` or ``generate`` (see :mod:`agent.pipeline.fact_agent`).
 """
 from __future__ import annotations
 
