@@ -35,7 +35,7 @@ import operator
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -82,6 +82,7 @@ class AgentAnswer:
 
 class _State(TypedDict, total=False):
     question: str
+    history: list[Mapping[str, Any]]
     beams: int | None
     stop: threading.Event | None
     pool: list[Any]          # every fact hit retrieved so far, one per fact
@@ -143,14 +144,17 @@ class FactAgent:
 
     # --- running ---------------------------------------------------------------------------------
 
-    def answer(self, question: str, *, beams: int | None = None, stop: threading.Event | None = None) -> AgentAnswer:
-        """Answer ``question`` through the whole pipeline (``stop``: set it to cut generation short)."""
+    def answer(self, question: str, *, history: Sequence[Mapping[str, Any]] | None = None,
+               beams: int | None = None, stop: threading.Event | None = None) -> AgentAnswer:
+        """Answer ``question`` through the whole pipeline. ``history``: the earlier turns of the
+        conversation, oldest first, as ``{"role": "user" | "assistant", "content": ...}``
+        (a follow-up is made standalone from them); ``stop``: set it to cut generation short."""
         started = time.perf_counter()
-        state = self.graph.invoke(self._input(question, beams, stop))
+        state = self.graph.invoke(self._input(question, history, beams, stop))
         return self._result(state, time.perf_counter() - started)
 
-    def stream(self, question: str, *, beams: int | None = None,
-               stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
+    def stream(self, question: str, *, history: Sequence[Mapping[str, Any]] | None = None,
+               beams: int | None = None, stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
         """Answer ``question`` as events (plain dicts), in order:
 
         - ``{"event": "step", "step": {...}}`` when a step ends (the trace's step record);
@@ -165,7 +169,7 @@ class FactAgent:
         stop = stop or threading.Event()
         state: dict[str, Any] = {}
         try:
-            for mode, chunk in self.graph.stream(self._input(question, beams, stop),
+            for mode, chunk in self.graph.stream(self._input(question, history, beams, stop),
                                                  stream_mode=["custom", "values"]):
                 if mode == "custom":
                     yield chunk
@@ -175,11 +179,13 @@ class FactAgent:
             stop.set()
         yield {"event": "answer", **self._result(state, time.perf_counter() - started).as_dict()}
 
-    def _input(self, question: str, beams: int | None, stop: threading.Event | None) -> _State:
+    def _input(self, question: str, history: Sequence[Mapping[str, Any]] | None, beams: int | None,
+               stop: threading.Event | None) -> _State:
         if not isinstance(question, str) or not question.strip():
             raise FactweaveError("the question is empty")
         question = " ".join(question.split())
-        return {"question": question, "beams": beams, "stop": stop, "pool": [], "chosen": [],
+        return {"question": question, "history": list(history or []), "beams": beams, "stop": stop,
+                "pool": [], "chosen": [],
                 "queries": [], "pending": [question], "rounds": 0, "attempts": [], "steps": []}
 
     # --- the graph -------------------------------------------------------------------------------
