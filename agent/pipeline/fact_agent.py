@@ -1,25 +1,27 @@
-"""Question -> knowledge-web facts -> re-ranked facts -> constrained answer, with a trace.
+"""Conversation -> standalone question -> knowledge-web facts -> re-ranked facts -> constrained
+answer, grounded in the facts it states, with a trace.
 
 The pipeline is a LangGraph graph (so the agent is a LangChain ``Runnable``)::
 
-    retrieve -> rerank -> generate --(supported answer)------------------> finish
-                   ^          |--(unsupported, rounds left)--> subquery --^ (new queries: retrieve)
-                   |          '--(unsupported, tree "both")--> generate on the KB -> finish
+    rewrite -> retrieve -> rerank -> generate --(grounded answer)------------------> finish
+                  ^                      |--(not grounded, rounds left)--> subquery --^ (new queries: retrieve)
+                  |                      '--(not grounded, tree "both")--> generate on the KB -> finish
+
+``rewrite`` makes a follow-up standalone from the earlier turns (:mod:`.conversation`); the
+rest works on the standalone question.
 
 The fact tree used while generating (``tree``):
 
 - ``"kb"``: the generator's own index (the whole knowledge base); nothing is retrieved;
 - ``"question"``: a tree built for this question over the re-ranked facts (about a millisecond
   for a few dozen facts), so every ``Fact:`` line is one of the facts found for it;
-- ``"both"``: the per-question tree first; when that answer is unsupported, the whole knowledge
+- ``"both"``: the per-question tree first; when that answer is not grounded, the whole knowledge
   base.
 
-An answer is *supported* when the model gave one (not "I don't know.") and stated at least one
-fact that is about the question (it names one of the question's names, or, when the question
-names nothing, one of its content words): a small model made to write a fact from a tree of
-retrieved facts that miss the question would otherwise state an unrelated fact and answer from it.
-An unsupported answer is replaced by "I don't know." (the trace keeps what was withheld and why).
-When the per-question tree lacks what the model needs (the answer is unsupported), the agent
+An answer stands only when it is *grounded* (:mod:`.grounding`): contained in a stated fact of a
+connected chain that starts at an entity of the question, or computed from such facts by a shown
+step. Otherwise it is replaced by "I don't know." (the trace keeps what was withheld and why).
+When the per-question tree lacks what the model needs (the answer is not grounded), the agent
 searches the web again with sub-queries (written by the chat model, else the question keywords
 no fact covered), at most ``max_rounds`` times, and regenerates over the grown tree.
 
@@ -32,7 +34,6 @@ and the generated text token by token.
 from __future__ import annotations
 
 import operator
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -42,6 +43,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 from ..errors import FactweaveError
 from ..index import FactIndex
 from ..knowledge.facts import Fact
+from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
+from .grounding import DONT_KNOW, clean_answer, ground, knows
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
@@ -51,9 +54,10 @@ if TYPE_CHECKING:
     from ..web.web import KnowledgeWeb
 
 TREE_MODES = ("kb", "question", "both")
-DONT_KNOW = "I don't know."
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_DONT_KNOW_PREFIX = "i don't know"
+# How a follow-up is made standalone: "chat" by the chat model, "rules" by rules, "auto" by the
+# chat model when it is an OpenAI-compatible endpoint (the small local models rewrite worse than
+# the rules), else by rules.
+REWRITE_MODES = ("auto", "chat", "rules")
 
 
 @dataclass
@@ -81,7 +85,8 @@ class AgentAnswer:
 
 
 class _State(TypedDict, total=False):
-    question: str
+    asked: str               # the question as the user asked it
+    question: str            # the standalone question (the follow-up rewritten)
     history: list[Mapping[str, Any]]
     beams: int | None
     stop: threading.Event | None
@@ -112,9 +117,12 @@ class FactAgent:
 
     def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None,
                  reranker: Reranker | None = None, *, tree: str = "both", k: int = 10, max_rounds: int = 1,
-                 max_subqueries: int = 2, chat: ChatClient | None = None) -> None:
+                 max_subqueries: int = 2, chat: ChatClient | None = None, rewrite: str = "auto",
+                 max_history_turns: int = MAX_TURNS, max_history_chars: int = MAX_CHARS) -> None:
         if tree not in TREE_MODES:
             raise ValueError(f"tree must be one of {', '.join(TREE_MODES)}, not {tree!r}")
+        if rewrite not in REWRITE_MODES:
+            raise ValueError(f"rewrite must be one of {', '.join(REWRITE_MODES)}, not {rewrite!r}")
         if tree != "kb" and web is None:
             raise ValueError(f"tree={tree!r} builds a tree from retrieved facts: give a knowledge web")
         if tree != "question" and generator.index is None:
@@ -125,6 +133,8 @@ class FactAgent:
         self.tree, self.k = tree, k
         self.max_rounds, self.max_subqueries = max_rounds, max_subqueries
         self.chat = chat if chat is not None else getattr(reranker, "client", None)
+        self.rewrite = rewrite
+        self.max_history_turns, self.max_history_chars = max_history_turns, max_history_chars
         self.graph = self._build_graph()
         self._closers: list[Callable[[], None]] = []
 
@@ -184,7 +194,8 @@ class FactAgent:
         if not isinstance(question, str) or not question.strip():
             raise FactweaveError("the question is empty")
         question = " ".join(question.split())
-        return {"question": question, "history": list(history or []), "beams": beams, "stop": stop,
+        history = trim_history(history or [], self.max_history_turns, self.max_history_chars)
+        return {"asked": question, "question": question, "history": history, "beams": beams, "stop": stop,
                 "pool": [], "chosen": [],
                 "queries": [], "pending": [question], "rounds": 0, "attempts": [], "steps": []}
 
@@ -194,12 +205,14 @@ class FactAgent:
         from langgraph.graph import END, START, StateGraph
 
         graph = StateGraph(_State)
+        graph.add_node("rewrite", self._rewrite)
         graph.add_node("retrieve", self._retrieve)
         graph.add_node("rerank", self._rerank)
         graph.add_node("generate", self._generate)
         graph.add_node("subquery", self._subquery)
         graph.add_node("generate_kb", self._generate_kb)
-        graph.add_conditional_edges(START, lambda s: "generate_kb" if self.tree == "kb" else "retrieve",
+        graph.add_edge(START, "rewrite")
+        graph.add_conditional_edges("rewrite", lambda s: "generate_kb" if self.tree == "kb" else "retrieve",
                                     ["generate_kb", "retrieve"])
         graph.add_edge("retrieve", "rerank")
         graph.add_edge("rerank", "generate")
@@ -211,7 +224,7 @@ class FactAgent:
     def _after_generate(self, state: _State) -> str:
         from langgraph.graph import END
 
-        if _supported(state["attempts"][-1]) or _stopped(state):
+        if state["attempts"][-1].get("grounded") or _stopped(state):
             return END
         if state["rounds"] < self.max_rounds:
             return "subquery"
@@ -225,6 +238,25 @@ class FactAgent:
         return "generate_kb" if self.tree == "both" else END
 
     # --- the steps -------------------------------------------------------------------------------
+
+    def _rewrite(self, state: _State) -> dict[str, Any]:
+        if not state["history"]:  # a first question is its own standalone form: no step to show
+            return {}
+        t = time.perf_counter()
+        rewrite = self.make_standalone(state["asked"], state["history"])
+        step = {**rewrite.as_step(), "history_turns": len(state["history"]), "seconds": _since(t)}
+        _emit({"event": "step", "step": step})
+        return {"question": rewrite.standalone, "pending": [rewrite.standalone], "steps": [step]}
+
+    def make_standalone(self, question: str, history: Sequence[Mapping[str, Any]]) -> Rewrite:
+        """``question`` as a standalone question given the earlier turns ``history``."""
+        if not history:
+            return Rewrite(question, question, "no earlier turn")
+        if self.rewrite == "chat" or self.rewrite == "auto" and _is_endpoint(self.chat):
+            if self.chat is None:
+                raise FactweaveError("rewrite='chat' needs a chat model")
+            return rewrite_with_chat(self.chat, question, history)
+        return rewrite_by_rules(question, history)
 
     def _retrieve(self, state: _State) -> dict[str, Any]:
         from ..web.retrieval import merge_hits, rank
@@ -299,7 +331,9 @@ class FactAgent:
                           facts=[self._fact(f, tree, provenance) for f in answer.facts],
                           truncated=answer.truncated, tokens=answer.tokens, prompt_tokens=answer.prompt_tokens,
                           seconds=_since(t))
-            record["on_topic"] = about_question(state["question"], [f["text"] for f in record["facts"]])
+            verdict = ground(state["question"], answer.answer, [f["text"] for f in record["facts"]])
+            record["grounded"] = verdict.grounded
+            record["grounding"] = verdict.as_dict()
         _emit({"event": "step", "step": record})
         return {"attempts": state["attempts"] + [record], "steps": [record]}
 
@@ -348,60 +382,40 @@ class FactAgent:
         steps = list(state.get("steps", []))
         attempts = state.get("attempts", [])
         last = attempts[-1] if attempts else {"answer": "", "text": "", "facts": []}
-        supported = _supported(last)
-        answer = last["answer"] if supported else DONT_KNOW
-        timings = {"retrieve_s": 0.0, "rerank_s": 0.0, "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0}
+        grounded = bool(last.get("grounded"))
+        answer = clean_answer(last["answer"]) if grounded else DONT_KNOW
+        timings = {"rewrite_s": 0.0, "hop_s": 0.0, "retrieve_s": 0.0, "rerank_s": 0.0, "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0}
         for step in steps:
             timings[f"{step['step']}_s"] += step.get("seconds", 0.0)
             timings["tree_build_s"] += step.get("tree_build_s", 0.0)
         timings = {name: round(value, 4) for name, value in timings.items()}
         timings["total_s"] = round(seconds, 4)
         trace = {
-            "question": state.get("question", ""), "tree": self.tree,
+            "question": state.get("asked", ""), "standalone": state.get("question", ""), "tree": self.tree,
             "settings": {"k": self.k, "rerank": self.reranker is not None, "max_rounds": self.max_rounds,
                          "beams": state.get("beams") or self.generator.beams},
-            "steps": steps, "answer": answer, "supported": supported, "facts": last["facts"],
+            "steps": steps, "answer": answer, "grounded": grounded, "supported": grounded,
+            "grounding": last.get("grounding", {"grounded": False, "how": "no attempt ran", "facts": []}),
+            "facts": last["facts"],
             "truncated": bool(last.get("truncated")),
             "subqueries": [q for s in steps if s["step"] == "subquery" for q in s["queries"]],
             "timings": timings,
             "tokens": {"prompt": sum(a.get("prompt_tokens", 0) for a in attempts),
                        "generated": sum(a.get("tokens", 0) for a in attempts)},
         }
-        if not supported and knows(last.get("answer", "")):
-            trace["withheld"] = last["answer"]
-            trace["withheld_because"] = ("no fact was stated" if not last["facts"]
-                                         else "no stated fact is about the question")
+        if not grounded and knows(clean_answer(last.get("answer", ""))):
+            trace["withheld"] = clean_answer(last["answer"])
+            trace["withheld_because"] = trace["grounding"]["how"]
         if any(a.get("stopped") for a in attempts):
             trace["stopped"] = True
         return AgentAnswer(trace["question"], answer, last["text"], last["facts"], trace)
 
 
-def knows(answer: str) -> bool:
-    """Whether ``answer`` is an answer, not empty or "I don't know."."""
-    return bool(answer.strip()) and not answer.strip().lower().startswith(_DONT_KNOW_PREFIX)
+def _is_endpoint(chat: Any) -> bool:
+    """Whether ``chat`` is a chat model behind an OpenAI-compatible endpoint (not the local one)."""
+    from ..llm.client import OpenAIChat
 
-
-def _supported(attempt: dict[str, Any]) -> bool:
-    return knows(attempt.get("answer", "")) and bool(attempt.get("facts")) and attempt.get("on_topic", True)
-
-
-def about_question(question: str, facts: list[str]) -> bool:
-    """Whether any of ``facts`` is about ``question``: it contains a word (4+ letters, or a year)
-    of one of the question's names (capitalized keywords), or of its content words when it has no
-    names. Words are compared case-folded and whole.
-
-    >>> about_question("Where was Kuni Asahiko born?", ["Kouneva is a Bulgarian trade unionist."])
-    False
-    """
-    from ..web.keywords import STOP_WORDS, extract_keywords
-
-    keywords = extract_keywords(question)
-    names = [k for k in keywords if any(c.isupper() or c.isdigit() for c in k)] or keywords
-    words = {w.casefold() for name in names for w in _WORD.findall(name)
-             if (len(w) >= 4 and not w.isdigit() or w.isdigit() and len(w) == 4) and w.casefold() not in STOP_WORDS}
-    if not words:  # nothing to check against (e.g. "Why?"): any stated fact will do
-        return bool(facts)
-    return any(words & {w.casefold() for w in _WORD.findall(fact)} for fact in facts)
+    return isinstance(chat, OpenAIChat)
 
 
 def _stopped(state: _State) -> bool:

@@ -1,7 +1,7 @@
 """Reading an agent trace: one-line descriptions of its step records.
 
 A trace (``AgentAnswer.trace``) holds the steps in order; each is a plain dict whose ``step`` is
-``retrieve``, ``rerank``, ``subquery`` or ``generate`` (see :mod:`agent.pipeline.fact_agent`).
+``rewrite``, ``retrieve``, ``rerank``, ``subquery``, ``hop`` or ``generate`` (see :mod:`agent.pipeline.fact_agent`).
 """
 from __future__ import annotations
 
@@ -11,6 +11,14 @@ from typing import Any
 def describe_step(step: dict[str, Any]) -> str:
     """One line saying what a trace step did (the CLI prints it, MCP sends it as progress)."""
     kind = step["step"]
+    if kind == "rewrite":
+        if step["standalone"] == step["question"]:
+            return f"question kept as asked ({step['how']})"
+        return f"standalone question: {step['standalone']!r} ({step['how']})"
+    if kind == "hop":
+        added = len(step["added"])
+        return (f"hop: {step['entity']!r} from {step['fact']!r} brought {added} fact{'' if added == 1 else 's'} "
+                f"into the tree in {step['seconds']:.2f} s")
     if kind == "retrieve":
         return (f"retrieved {len(step['hits'])} facts ({len(step['new'])} new) for "
                 + "; ".join(repr(q) for q in step["queries"]) + f" in {step['seconds']:.2f} s")

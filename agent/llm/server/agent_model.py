@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agent.pipeline.fact_agent import DONT_KNOW
+from agent.pipeline.grounding import DONT_KNOW
 
 from .models import BadReplyRequest, ReplyEnd, ReplyPiece
 from .wire import ChatRequest

@@ -1,0 +1,198 @@
+"""Whether an answer is proven by the facts stated for it: grounding, not topic overlap.
+
+A stated fact is in the knowledge (constrained decoding guarantees it), but that alone proves
+nothing about the answer: a small model made to pick among facts that miss the question states
+one anyway and answers from it. An answer stands when:
+
+1. the stated facts hold a *connected chain* for the question: a first fact that names an entity
+   of the (standalone) question, and each next fact sharing an entity with a fact already in the
+   chain (a triple's entities are its subject and object; a statement's are its names, numbers
+   and years); and
+2. the answer, normalized (``agent.eval.metrics.normalize_answer``: case, punctuation, articles),
+   is contained word for word in a fact of that chain, or is computed from chain facts by a step
+   this module shows: a difference of two years ("how many years ..."), a count of one subject's
+   objects for one relation, or a yes/no comparison of two triples with the same relation.
+
+Anything else is not proven, whatever it says; the agent then tries the next tree and in the
+end answers "I don't know.", keeping the withheld answer in the trace.
+
+Example::
+
+    ground("What is the official language of the country Edith Frank-Holländer is a citizen of?", "German",
+           ["<Edith Frank-Holländer> <country of citizenship> <Germany> .",
+            "<Germany> <official language> <German> ."])
+    # Grounding(grounded=True, how="contained in fact 2 of a chain of 2 facts", facts=(0, 1))
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..eval.metrics import normalize_answer
+
+_TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+_YES_NO = {"yes": True, "no": False}
+_ANSWER_PREFIX = re.compile(r"^\s*(?:answer\s*:\s*)+", re.IGNORECASE)
+DONT_KNOW = "I don't know."
+_DONT_KNOW_PREFIXES = ("i don't know", "i do not know")
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """``grounded``: whether the answer stands; ``how``: one line for the trace; ``facts``: the
+    indices (into the stated facts) of the chain it rests on."""
+
+    grounded: bool
+    how: str
+    facts: tuple[int, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"grounded": self.grounded, "how": self.how, "facts": list(self.facts)}
+
+
+@dataclass(frozen=True)
+class _Stated:
+    text: str
+    triple: tuple[str, str, str] | None
+    entities: frozenset[str]  # normalized
+
+
+def clean_answer(answer: str) -> str:
+    """The answer without a repeated ``Answer:`` label ("Answer: I don't know." is no answer)."""
+    return _ANSWER_PREFIX.sub("", answer).strip()
+
+
+def knows(answer: str) -> bool:
+    """Whether ``answer`` is an answer: not empty, not "I don't know." (also behind an ``Answer:``)."""
+    text = clean_answer(answer).lower().replace("’", "'")
+    return bool(text) and not text.startswith(_DONT_KNOW_PREFIXES)
+
+
+def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
+    """Whether ``answer`` to ``question`` is grounded in the stated ``facts`` (texts, in the
+    order stated); see the module docstring for the rule."""
+    answer = clean_answer(answer)
+    if not knows(answer):
+        return Grounding(False, "no answer")
+    if not facts:
+        return Grounding(False, "no fact was stated")
+    stated = [_parse(text) for text in facts]
+    chain = connected_chain(question, stated)
+    if not chain:
+        return Grounding(False, "no stated fact names an entity of the question")
+    norm = normalize_answer(answer)
+    if not norm:
+        return Grounding(False, "the answer is empty once normalized")
+    words = norm.split()
+    for i in chain:
+        if _contains(_fact_words(stated[i].text), words):
+            return Grounding(True, f"contained in fact {i + 1} of a chain of {len(chain)} fact"
+                                   f"{'' if len(chain) == 1 else 's'}", tuple(chain))
+    computed = _computed(norm, [stated[i] for i in chain])
+    if computed:
+        return Grounding(True, computed, tuple(chain))
+    return Grounding(False, f"the answer is in no fact of the chain ({len(chain)} fact"
+                            f"{'' if len(chain) == 1 else 's'}) and no step computes it", tuple(chain))
+
+
+def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
+    """Indices of the facts connected to the question: anchors name a question entity, the rest
+    share an entity with a fact already connected (in stated order, repeated to a fixed point)."""
+    q_norm = normalize_answer(question).split()
+    q_names = _question_names(question)
+    chain: list[int] = []
+    linked: set[str] = set()
+    for i, fact in enumerate(stated):
+        if any(_contains(q_norm, e.split()) for e in fact.entities) or _names_in(fact, q_names):
+            chain.append(i)
+            linked |= fact.entities
+    grew = bool(chain)
+    while grew:
+        grew = False
+        for i, fact in enumerate(stated):
+            if i in chain:
+                continue
+            if any(_shares(e, linked) for e in fact.entities):
+                chain.append(i)
+                linked |= fact.entities
+                grew = True
+    return sorted(chain)
+
+
+def _parse(text: str) -> _Stated:
+    from ..web.keywords import extract_keywords
+
+    m = _TRIPLE.match(text)
+    if m:
+        s, p, o = (part.strip() for part in m.groups())
+        return _Stated(text, (s, p, o), frozenset(e for e in (normalize_answer(s), normalize_answer(o)) if e))
+    names = [k for k in extract_keywords(text, limit=40) if any(c.isupper() or c.isdigit() for c in k)]
+    return _Stated(text, None, frozenset(e for e in (normalize_answer(n) for n in names) if e))
+
+
+def _question_names(question: str) -> set[str]:
+    """The question's name words (4+ letters, or years) a statement fact must share to anchor."""
+    from ..web.keywords import STOP_WORDS, extract_keywords
+
+    keywords = extract_keywords(question)
+    names = [k for k in keywords if any(c.isupper() or c.isdigit() for c in k)] or keywords
+    return {w for name in names for w in normalize_answer(name).split()
+            if (len(w) >= 4 and not w.isdigit() or w.isdigit() and len(w) == 4) and w not in STOP_WORDS}
+
+
+def _names_in(fact: _Stated, q_names: set[str]) -> bool:
+    if fact.triple is not None or not q_names:
+        return False
+    return bool(q_names & set(normalize_answer(fact.text).split()))
+
+
+def _shares(entity: str, linked: set[str]) -> bool:
+    words = entity.split()
+    return any(entity == other or _contains(other.split(), words) or _contains(words, other.split())
+               for other in linked if other)
+
+
+def _fact_words(text: str) -> list[str]:
+    """A fact's normalized words (a triple's angle brackets are delimiters, not text)."""
+    return normalize_answer(text.replace("<", " ").replace(">", " ")).split()
+
+
+def _contains(outer: Sequence[str], inner: Sequence[str]) -> bool:
+    n = len(inner)
+    return n > 0 and any(list(outer[i:i + n]) == list(inner) for i in range(len(outer) - n + 1))
+
+
+def _computed(answer: str, chain: Sequence[_Stated]) -> str:
+    """How ``answer`` follows from ``chain`` by a shown step, or ""."""
+    if _NUMBER.match(answer):
+        value = float(answer)
+        years = sorted({int(y) for fact in chain for y in _YEAR.findall(fact.text)})
+        for a in years:
+            for b in years:
+                if b > a and b - a == value:
+                    return f"date difference: {b} - {a} = {b - a}"
+        counts: dict[tuple[str, str], set[str]] = {}
+        for fact in chain:
+            if fact.triple is not None:
+                counts.setdefault((fact.triple[0], fact.triple[1]), set()).add(fact.triple[2])
+        for (subject, predicate), objects in counts.items():
+            if len(objects) == value:
+                return f"count: {len(objects)} <{predicate}> fact(s) of <{subject}>"
+    if answer in _YES_NO:
+        by_predicate: dict[str, list[tuple[str, str]]] = {}
+        for fact in chain:
+            if fact.triple is not None:
+                by_predicate.setdefault(fact.triple[1], []).append((fact.triple[0], fact.triple[2]))
+        for predicate, pairs in by_predicate.items():
+            subjects = {s for s, _ in pairs}
+            if len(subjects) >= 2:
+                first, second = sorted(subjects)[:2]
+                same = ({o for s, o in pairs if s == first} & {o for s, o in pairs if s == second}) != set()
+                if same == _YES_NO[answer]:
+                    return (f"comparison: <{first}> and <{second}> {'share' if same else 'differ in'} "
+                            f"<{predicate}>")
+    return ""

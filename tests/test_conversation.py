@@ -1,0 +1,60 @@
+"""Follow-ups made standalone: rules against the previous turn, bounds on history (no model)."""
+from __future__ import annotations
+
+import pytest
+
+from agent.errors import FactweaveError
+from agent.pipeline.conversation import previous_turn, rewrite_by_rules, split_conversation, trim_history
+
+BUCK = [{"role": "user", "content": "Where did Buck Owens die?"},
+        {"role": "assistant", "content": "Fact: <Buck Owens> <place of death> <Bakersfield> .\nAnswer: Bakersfield"}]
+
+
+@pytest.mark.parametrize(("question", "standalone"), [
+    # pronouns: subject, object, possessive
+    ("What instrument did he play?", "What instrument did Buck Owens play?"),
+    ("Who married her?", "Who married Buck Owens?"),
+    ("And what is her occupation?", "What is Buck Owens's occupation?"),
+    ("what about his brother?", "What is Buck Owens's brother?"),
+    # "there" is the previous answer
+    ("Who else died there?", "Who else died in Bakersfield?"),
+    # ellipsis: completed from the previous question
+    ("and in which year?", "Where did Buck Owens die? In which year?"),
+    ("What about Merle Haggard?", "Where did Merle Haggard die?"),
+    # a topic change names its own subject and is kept as it is
+    ("Where was Marie Curie born?", "Where was Marie Curie born?"),
+    ("What is the capital of Norway?", "What is the capital of Norway?"),
+])
+def test_rules_resolve_against_the_previous_turn(question, standalone):
+    assert rewrite_by_rules(question, BUCK).standalone == standalone
+
+
+def test_no_history_and_how_is_said():
+    alone = rewrite_by_rules("What instrument did he play?", [])
+    assert alone.standalone == "What instrument did he play?" and alone.how == "no earlier turn"
+    assert "'he' -> 'Buck Owens'" in rewrite_by_rules("What instrument did he play?", BUCK).how
+    assert "not a follow-up" in rewrite_by_rules("Where was Marie Curie born?", BUCK).how
+
+
+def test_subject_comes_from_the_stated_fact_else_the_question():
+    no_facts = [{"role": "user", "content": "Where was Laurie Graff born?"},
+                {"role": "assistant", "content": "Answer: I don't know."}]
+    prev = previous_turn(no_facts)
+    assert prev.subject == "Laurie Graff" and prev.answer == ""
+    assert rewrite_by_rules("What is her occupation?", no_facts).standalone == "What is Laurie Graff's occupation?"
+    # the newest turn counts, not the first
+    longer = BUCK + [{"role": "user", "content": "Where was Laurie Graff born?"},
+                     {"role": "assistant", "content": "Fact: <Laurie Graff> <place of birth> <New York> .\nAnswer: New York"}]
+    assert rewrite_by_rules("What is her occupation?", longer).standalone == "What is Laurie Graff's occupation?"
+
+
+def test_split_and_trim():
+    question, history = split_conversation([{"role": "system", "content": "Be brief."}, *BUCK,
+                                            {"role": "user", "content": [{"type": "text", "text": "And him?"}]}])
+    assert question == "And him?" and history == BUCK
+    with pytest.raises(FactweaveError, match="no user message"):
+        split_conversation([{"role": "assistant", "content": "hi"}])
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "x" * 100} for i in range(20)]
+    assert trim_history(turns, max_turns=6)[-1] == turns[-1] and len(trim_history(turns, max_turns=6)) == 6
+    assert len(trim_history(turns, max_turns=20, max_chars=350)) == 3  # whole messages within the budget
+    assert trim_history(turns, max_turns=0) == []

@@ -1,0 +1,68 @@
+"""When stated facts prove an answer: a connected chain from the question, the answer in it or
+computed from it by a shown step (hand-checked cases, no model needed)."""
+from __future__ import annotations
+
+import pytest
+
+from agent.pipeline.grounding import clean_answer, ground, knows
+
+EDITH = "What is the official language of the country Edith Frank-Holländer is a citizen of?"
+CITIZEN = "<Edith Frank-Holländer> <country of citizenship> <Germany> ."
+LANGUAGE = "<Germany> <official language> <German> ."
+JOURNAL = ("Who was the first president of the association which published Journal of Psychotherapy "
+           "Integration?")
+
+
+@pytest.mark.parametrize(("question", "answer", "facts", "expected"), [
+    # one fact naming the question's subject, the answer in it
+    ("Where did Buck Owens die?", "Bakersfield", ["<Buck Owens> <place of death> <Bakersfield> ."], True),
+    ("Where was Kuni Asahiko born?", "kyoto", ["<Kuni Asahiko> <place of birth> <Kyoto> ."], True),
+    # the answer names nothing stated ("France" for Buck Owens: the issue's failure)
+    ("Where did Buck Owens die?", "France", ["<Buck Owens> <place of death> <Bakersfield> ."], False),
+    # a two-fact chain: the second fact shares Germany with the first
+    (EDITH, "German", [CITIZEN, LANGUAGE], True),
+    (EDITH, "German", [LANGUAGE, CITIZEN], True),  # order stated does not matter
+    # the second hop alone: no fact names the question's subject
+    (EDITH, "German", [LANGUAGE], False),
+    # a fact about someone else, unconnected to the chain
+    ("Where did Buck Owens die?", "Paris", ["<Buck Owens> <place of death> <Bakersfield> .",
+                                           "<Marie Curie> <place of death> <Paris> ."], False),
+    # a fact about an unrelated name that shares only a short word
+    ("Where was Kuni Asahiko born?", "Greece", ["Konstantina Kouneva is a Bulgarian immigrant in Greece."], False),
+    # document facts: the chain goes through the association
+    (JOURNAL, "G. Stanley Hall", [
+        "The Journal of Psychotherapy Integration is published by the American Psychological Association.",
+        "G. Stanley Hall was the first president of the American Psychological Association."], True),
+    (JOURNAL, "G. Stanley Hall", [
+        "G. Stanley Hall was the first president of the American Psychological Association."], False),
+    # whole words only: "Berg" is not in "Bergen"
+    ("Who founded Zorblax Station?", "Berg", ["Zorblax Station was founded in Bergen."], False),
+    # no answer, no fact
+    ("Where did Buck Owens die?", "I don't know.", ["<Buck Owens> <place of death> <Bakersfield> ."], False),
+    ("Where did Buck Owens die?", "Answer: I don't know.", ["<Buck Owens> <place of death> <Bakersfield> ."], False),
+    ("Where did Buck Owens die?", "Bakersfield", [], False),
+])
+def test_grounding_rule(question, answer, facts, expected):
+    assert ground(question, answer, facts).grounded is expected
+
+
+def test_computed_answers_show_their_step():
+    born_died = ["Anna Lindqvist was born in 1956.", "Anna Lindqvist died in 1990."]
+    verdict = ground("How old was Anna Lindqvist when she died?", "34", born_died)
+    assert verdict.grounded and verdict.how == "date difference: 1990 - 1956 = 34"
+    assert not ground("How old was Anna Lindqvist when she died?", "35", born_died).grounded
+    two = ["<Buck Owens> <instrument> <guitar> .", "<Buck Owens> <instrument> <fiddle> ."]
+    assert ground("How many instruments did Buck Owens play?", "2", two).how.startswith("count: 2")
+    same = ["<Film Alpha> <country of origin> <France> .", "<Film Beta> <country of origin> <France> ."]
+    differ = ["<Film Alpha> <country of origin> <France> .", "<Film Beta> <country of origin> <Italy> ."]
+    question = "Are Film Alpha and Film Beta from the same country?"
+    assert ground(question, "yes", same).grounded and not ground(question, "no", same).grounded
+    assert ground(question, "no", differ).grounded and not ground(question, "yes", differ).grounded
+
+
+def test_chain_indices_and_answer_label():
+    verdict = ground(EDITH, "Answer: German", [CITIZEN, LANGUAGE])
+    assert verdict.grounded and verdict.facts == (0, 1) and "fact 2" in verdict.how
+    assert clean_answer("Answer: Answer: Kyoto") == "Kyoto"
+    assert knows("Kyoto") and not knows("  i don't know, sorry") and not knows(" ")
+    assert not knows("Answer: I don't know.") and not knows("I do not know")
