@@ -84,6 +84,23 @@ def trim_history(history: Iterable[Any] | None, max_turns: int = MAX_TURNS,
     return kept[::-1]
 
 
+def assistant_turn(reply: Mapping[str, Any]) -> str:
+    """What the agent said in a finished reply (``AgentAnswer.as_dict()`` or the stream's answer
+    event), as an assistant turn for the next question's history: the generated text, its
+    ``Fact:`` lines and all; when the answer was withheld, a last line ``Answer: I don't know.``
+    says so (as the server's reply does)."""
+    from .fact_agent import DONT_KNOW
+
+    text = (reply.get("text") or "").strip()
+    answer = reply.get("answer") or DONT_KNOW
+    if not text:
+        return f"Answer: {answer}"
+    trace = reply.get("trace") or {}
+    if trace.get("withheld") or answer == DONT_KNOW and f"Answer: {DONT_KNOW}" not in text:
+        text += f"\nAnswer: {DONT_KNOW}"
+    return text
+
+
 def split_conversation(messages: Sequence[Any], max_turns: int = MAX_TURNS,
                        max_chars: int = MAX_CHARS) -> tuple[str, list[dict[str, str]]]:
     """``(question, history)`` from a conversation: the question is the last user message's
