@@ -71,3 +71,21 @@ def test_history_keeps_the_newest_turns_within_the_character_budget():
     assert len(kept[0]["content"]) == MAX_CHARS and kept[0]["content"].endswith("Answer: guitar")
     _, history = split_conversation([*turns, {"role": "user", "content": "and?"}], max_chars=1500)
     assert history == turns[-1:]
+
+
+def test_the_cli_reads_a_history_file_bounded_and_refuses_a_bad_one(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from agent.cli import cli, read_history
+
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(8)]
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps(turns))
+    assert read_history(path) == turns[-MAX_TURNS:]
+    assert "--history" in CliRunner().invoke(cli, ["ask", "--help"]).output
+    for bad in ('{"role": "user"}', "[1, 2]", "not json"):
+        path.write_text(bad)
+        result = CliRunner().invoke(cli, ["ask", "Where did he die?", "--history", str(path)])
+        assert result.exit_code == 2 and "a JSON list of" in result.output, result.output
