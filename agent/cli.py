@@ -288,9 +288,12 @@ def _settings(config, **overrides):
                                                "(default: OPENAI_BASE_URL, else the local model).")
 @click.option("--llm-model", default=None, help="Chat model name at that endpoint.")
 @click.option("--free", is_flag=True, help="Generate without facts or constraint (LLM-only), for comparison.")
+@click.option("--history", "history_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A JSON file with the conversation's earlier turns, oldest first: "
+                   '[{"role": "user" | "assistant", "content": ...}, ...] (the last 6 are used).')
 @click.option("--json", "as_json", is_flag=True, help="Print {answer, text, facts, timings, trace} as JSON.")
 def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, device, dtype, web_dir, tree, rerank,
-        k, max_rounds, base_url, llm_model, free, as_json) -> None:
+        k, max_rounds, base_url, llm_model, free, history_path, as_json) -> None:
     """Answer QUESTION through the agent: knowledge-web retrieval, re-ranking, then generation where
     every `Fact:` line is constrained to a fact that exists (per-question tree, then the whole KB).
 
@@ -299,9 +302,12 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
       factweave ask "What is the original language of Kalakalappu 2?"
       factweave ask "Who founded Zorblax Station?" --web my-web --tree question --json
       factweave ask "Where was Laurie Graff born?" --kb facts.tsv     # your KB, no web: KB tree
+      factweave ask "What instrument did he play?" --history turns.json   # a follow-up
     """
-    if free and (web_dir or tree or rerank):
-        raise click.UsageError("--free generates without facts; it does not combine with --web/--tree/--rerank")
+    if free and (web_dir or tree or rerank or history_path):
+        raise click.UsageError("--free generates without facts; it does not combine with "
+                               "--web/--tree/--rerank/--history")
+    history = read_history(history_path) if history_path else []
     settings = _settings(config, model=model, kb=kb, index=index_path, inverse=inverse, beams=beams,
                          max_tokens=max_tokens, device=device, dtype=dtype, web=web_dir, tree=tree,
                          rerank=rerank, k=k, max_rounds=max_rounds, openai_base_url=base_url, llm_model=llm_model)
@@ -326,9 +332,9 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
     with open_agent(settings, progress=not as_json) as agent:
         load_s = time.perf_counter() - t0
         if as_json:
-            reply = agent.answer(question).as_dict()
+            reply = agent.answer(question, history=history).as_dict()
         else:
-            reply = _print_stream(agent, question)
+            reply = _print_stream(agent, question, history)
     trace = reply["trace"]
     trace["timings"]["load_s"] = round(load_s, 3)
     if as_json:
@@ -341,7 +347,21 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
     _print_summary(reply)
 
 
-def _print_stream(agent, question: str) -> dict:
+def read_history(path: Path) -> list[dict[str, str]]:
+    """The earlier turns in a ``--history`` file, bounded (see :mod:`agent.pipeline.conversation`)."""
+    from .pipeline.conversation import trim_history
+
+    try:
+        turns = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(turns, list):
+            raise ValueError("not a JSON list")
+        return trim_history(turns)
+    except (ValueError, FactweaveError) as exc:
+        raise click.BadParameter(f"{path}: a JSON list of {{\"role\", \"content\"}} turns is expected ({exc})",
+                                 param_hint="--history") from None
+
+
+def _print_stream(agent, question: str, history: list[dict[str, str]] | None = None) -> dict:
     """Run the agent, showing each step as it ends and the generated text as it streams (on a
     terminal with its constrained facts highlighted as they complete); returns the answer event."""
     from rich.live import Live
@@ -363,7 +383,7 @@ def _print_stream(agent, question: str) -> dict:
         live = text = None
 
     try:
-        for event in agent.stream(question):
+        for event in agent.stream(question, history=history):
             kind = event["event"]
             if kind == "token":
                 if text is None:

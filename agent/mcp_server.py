@@ -43,7 +43,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import click
 from pydantic import BaseModel, Field
@@ -78,6 +78,11 @@ class StatedFact(BaseModel):
     provenance: dict[str, Any] = Field(description="Where the fact came from, as data: 'kind' (document, triple, "
                                                    "statement) and the document title and character range, or the "
                                                    "triple's subject, predicate, object and source.")
+
+
+class ConversationTurn(BaseModel):
+    role: Literal["user", "assistant"] = Field(description="Who said it: 'user' (a question) or 'assistant' (an answer).")
+    content: str = Field(description="What was said.")
 
 
 class AskResult(BaseModel):
@@ -230,12 +235,19 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
     async def ask(ctx: Context,
                   question: Annotated[str, Field(description=read_prompt("mcp/ask-question.txt"))],
                   include_trace: Annotated[bool, Field(description=read_prompt("mcp/ask-include-trace.txt"))]
-                  = False) -> AskResult:
+                  = False,
+                  conversation: Annotated[list[ConversationTurn] | None,
+                                          Field(description=read_prompt("mcp/ask-conversation.txt"))] = None,
+                  ) -> AskResult:
+        from .pipeline.conversation import trim_history
+
         if not question.strip():
             raise ToolError('the question is empty: ask one in words, e.g. "Where was Mira Quell born?"')
+        history = trim_history([turn.model_dump() for turn in conversation or []])
         fact_agent = await slot.get(ctx)
         stop = threading.Event()
-        reply = await _in_thread(partial(_answer, fact_agent, question, stop, ctx), stop=stop, limiter=limiter)
+        reply = await _in_thread(partial(_answer, fact_agent, question, history, stop, ctx), stop=stop,
+                                 limiter=limiter)
         trace = reply["trace"]
         return AskResult(answer=reply["answer"], supported=trace["supported"], text=reply["text"],
                          facts=[StatedFact(**{name: fact[name] for name in StatedFact.model_fields})
@@ -271,7 +283,8 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
     return server
 
 
-def _answer(agent: "FactAgent", question: str, stop: threading.Event, ctx: Any) -> dict[str, Any]:
+def _answer(agent: "FactAgent", question: str, history: list[dict[str, str]], stop: threading.Event,
+            ctx: Any) -> dict[str, Any]:
     """Run the agent (in a worker thread), reporting each step as MCP progress; the answer event."""
     import anyio.from_thread
 
@@ -279,7 +292,7 @@ def _answer(agent: "FactAgent", question: str, stop: threading.Event, ctx: Any) 
 
     final: dict[str, Any] = {}
     steps = 0
-    for event in agent.stream(question, stop=stop):
+    for event in agent.stream(question, history=history, stop=stop):
         if event["event"] == "step":
             steps += 1
             try:

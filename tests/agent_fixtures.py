@@ -40,3 +40,46 @@ def small_agent(demo_generator, agent_web, local_chat):
 
     # A short reply budget: the re-ranker only has to name fact numbers (keeps the tests quick).
     return FactAgent(demo_generator, agent_web, Reranker(local_chat, max_tokens=12), tree="both", k=8)
+
+
+@pytest.fixture
+def agent_calls(monkeypatch):
+    """Every ``FactAgent.answer`` and ``FactAgent.stream`` call during the test, as
+    ``{"method", "question", "history"}``, in order; the real methods still run. It shows what
+    an entry point handed the agent (the UI, the server and MCP run the agent in other threads of
+    this process)."""
+    from agent.pipeline import FactAgent
+
+    calls: list[dict] = []
+    answer, stream = FactAgent.answer, FactAgent.stream
+
+    def record(method, question, kwargs):
+        calls.append({"method": method, "question": question,
+                      "history": [dict(t) for t in kwargs.get("history") or []]})
+
+    def spy_answer(self, question, **kwargs):
+        record("answer", question, kwargs)
+        return answer(self, question, **kwargs)
+
+    def spy_stream(self, question, **kwargs):
+        record("stream", question, kwargs)
+        events = stream(self, question, **kwargs)
+        try:
+            yield from events
+        finally:
+            events.close()
+
+    monkeypatch.setattr(FactAgent, "answer", spy_answer)
+    monkeypatch.setattr(FactAgent, "stream", spy_stream)
+    return calls
+
+
+FOLLOW_UP = ["Where did Buck Owens die?", "What instrument did he play?"]
+"""Two turns of one conversation: the second names no one, the first says who "he" is (the demo
+KB has Buck Owens' place of death, Bakersfield, and his instrument, guitar)."""
+NEEDS_REWRITING = "needs the follow-up rewriting and the whole-KB tree on main (enable at merge)"
+
+
+def rewrite_step(trace: dict) -> dict | None:
+    """The trace's rewrite step (None until the pipeline on this branch writes one)."""
+    return next((s for s in trace.get("steps", []) if s.get("step") == "rewrite"), None)

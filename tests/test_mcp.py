@@ -86,7 +86,7 @@ def test_both_tools_are_listed_with_their_schemas(session):
     assert set(tools) == {"ask", "search_facts"}
     ask, search = tools["ask"], tools["search_facts"]
     assert ask.input_schema["required"] == ["question"]
-    assert set(ask.input_schema["properties"]) == {"question", "include_trace"}
+    assert set(ask.input_schema["properties"]) == {"question", "include_trace", "conversation"}
     assert {"answer", "supported", "text", "facts", "timings"} <= set(ask.output_schema["properties"])
     assert search.input_schema["required"] == ["query"]
     assert search.input_schema["properties"]["k"]["maximum"] == 100
@@ -187,6 +187,47 @@ def test_a_server_without_a_web_says_so(smollm):
 
     message = _error_text(anyio.run(search))
     assert "no knowledge web" in message and "\n" not in message
+
+
+def test_ask_passes_its_conversation_to_the_agent_bounded(smollm, agent_calls):
+    """In process (the spy sees the agent's calls): ``conversation`` is the question's history."""
+    import anyio
+    from mcp import Client
+
+    from agent.decoding import FactGenerator
+    from agent.index import FactIndex
+    from agent.knowledge.facts import Fact
+    from agent.mcp_server import build_mcp_server
+    from agent.pipeline import FactAgent
+    from agent.pipeline.conversation import MAX_TURNS
+    from agent_fixtures import FOLLOW_UP, rewrite_step
+
+    kb = FactIndex.build([Fact("Buck Owens", "place of death", "Bakersfield"),
+                          Fact("Buck Owens", "instrument", "guitar")], smollm.tokenizer)
+    kb_only = FactAgent(FactGenerator(smollm.model, smollm.tokenizer, kb, max_new_tokens=24), None, tree="kb")
+    said = "Fact: <Buck Owens> <place of death> <Bakersfield> .\nAnswer: Bakersfield"
+    history = [{"role": "user", "content": FOLLOW_UP[0]}, {"role": "assistant", "content": said}]
+    older = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"older turn {i}"} for i in range(6)]
+
+    async def calls() -> list[Any]:
+        async with Client(build_mcp_server(kb_only)) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            return [tools["ask"],
+                    await client.call_tool("ask", {"question": FOLLOW_UP[1], "conversation": history,
+                                                   "include_trace": True}),
+                    await client.call_tool("ask", {"question": FOLLOW_UP[1], "conversation": older + history}),
+                    await client.call_tool("ask", {"question": FOLLOW_UP[0]})]
+
+    tool, with_history, long, alone = anyio.run(calls)
+    schema = tool.input_schema["properties"]["conversation"]
+    assert "follow-up" in schema["description"] and "question" in tool.input_schema["required"]
+    assert [c["history"] for c in agent_calls] == [history, (older + history)[-MAX_TURNS:], []]
+    assert all(c["question"] == q for c, q in zip(agent_calls, [FOLLOW_UP[1], FOLLOW_UP[1], FOLLOW_UP[0]]))
+    for result in (with_history, long, alone):
+        assert not result.is_error, result.content
+    rewrite = rewrite_step(with_history.structured_content["trace"])
+    if rewrite is not None:  # once the pipeline rewrites follow-ups, its record says what it was given
+        assert rewrite["question"] == FOLLOW_UP[1]
 
 
 def test_an_agent_that_cannot_open_is_reported_by_the_tools():

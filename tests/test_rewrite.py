@@ -1,10 +1,9 @@
-"""Follow-ups made standalone: rules against the previous turn, bounds on history (no model)."""
+"""Follow-ups made standalone by rules against the previous turn (no model)."""
 from __future__ import annotations
 
 import pytest
 
-from agent.errors import FactweaveError
-from agent.pipeline.conversation import previous_turn, rewrite_by_rules, split_conversation, trim_history
+from agent.pipeline.conversation import previous_turn, rewrite_by_rules
 
 BUCK = [{"role": "user", "content": "Where did Buck Owens die?"},
         {"role": "assistant", "content": "Fact: <Buck Owens> <place of death> <Bakersfield> .\nAnswer: Bakersfield"}]
@@ -46,15 +45,3 @@ def test_subject_comes_from_the_stated_fact_else_the_question():
     longer = BUCK + [{"role": "user", "content": "Where was Laurie Graff born?"},
                      {"role": "assistant", "content": "Fact: <Laurie Graff> <place of birth> <New York> .\nAnswer: New York"}]
     assert rewrite_by_rules("What is her occupation?", longer).standalone == "What is Laurie Graff's occupation?"
-
-
-def test_split_and_trim():
-    question, history = split_conversation([{"role": "system", "content": "Be brief."}, *BUCK,
-                                            {"role": "user", "content": [{"type": "text", "text": "And him?"}]}])
-    assert question == "And him?" and history == BUCK
-    with pytest.raises(FactweaveError, match="no user message"):
-        split_conversation([{"role": "assistant", "content": "hi"}])
-    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "x" * 100} for i in range(20)]
-    assert trim_history(turns, max_turns=6)[-1] == turns[-1] and len(trim_history(turns, max_turns=6)) == 6
-    assert len(trim_history(turns, max_turns=20, max_chars=350)) == 3  # whole messages within the budget
-    assert trim_history(turns, max_turns=0) == []

@@ -55,16 +55,90 @@ def test_provenance_lines_for_triples_and_documents():
     assert provenance_line(kb) == "triple (A, b, C) from kamel:P19/dev.jsonl:3"
 
 
-def test_answer_header_says_supported_withheld_or_stopped():
+def _plain(html: str) -> str:
+    return unescape(re.sub("<[^>]+>", "", html))
+
+
+def test_answer_header_says_grounded_withheld_or_stopped():
     from ui.render import answer_header
 
+    # The older trace (``supported`` only) and the grounding contract (``grounded``, ``grounding``).
     supported = {"answer": "Norvik", "facts": [TRIPLE_FACT], "trace": {"supported": True}}
-    assert "Answer: Norvik" in answer_header(supported) and "supported by 1 fact " in answer_header(supported)
+    assert "Answer: Norvik" in answer_header(supported) and "grounded in 1 fact<" in answer_header(supported)
+    grounded = {"answer": "guitar", "facts": [TRIPLE_FACT, TRIPLE_FACT],
+                "trace": {"supported": True, "grounded": True,
+                          "grounding": {"how": "the answer is the object of fact 2", "facts": [1]}}}
+    html = answer_header(grounded)
+    assert 'class="fw-badge fw-grounded-badge"' in html and "grounded in 1 fact<" in html
+    assert 'title="the answer is the object of fact 2"' in html and "fw-withheld" not in html
     withheld = {"answer": "I don't know.", "facts": [],
-                "trace": {"supported": False, "withheld": "Oslo", "withheld_because": "no fact was stated"}}
-    text = unescape(re.sub("<[^>]+>", "", answer_header(withheld)))
-    assert "Answer: I don't know." in text and "Oslo" in text and "no fact was stated" in text
+                "trace": {"supported": False, "grounded": False, "withheld": "Oslo",
+                          "withheld_because": "no fact was stated"}}
+    html = answer_header(withheld)
+    assert '<p class="fw-withheld">' in html and "grounded in" not in html
+    text = _plain(html)
+    assert "Answer: I don't know." in text and "withheld: “Oslo” — not proven by a stated fact" in text
+    assert "no fact was stated" in text
     assert "Stopped" in answer_header({"answer": "", "facts": [], "trace": {"stopped": True}})
+
+
+def test_trace_panel_shows_how_a_follow_up_was_understood_its_hops_and_its_grounding():
+    """The rewrite and hop steps and the grounding keys as the pipeline's contract describes them."""
+    from ui.render import step_line, trace_html
+
+    fact = {**TRIPLE_FACT, "text": "<Buck Owens> <instrument> <guitar> .", "start": 6, "end": 42, "tree": "kb",
+            "fact_id": "kb:12"}
+    rewrite = {"step": "rewrite", "question": "What instrument did he play?",
+               "standalone": "What instrument did Buck Owens play?",
+               "how": "pronoun 'he' -> 'Buck Owens' (from the previous question)", "seconds": 0.01}
+    hop = {"step": "hop", "fact": "<Buck Owens> <place of death> <Bakersfield> .", "entity": "Bakersfield",
+           "added": ["<Bakersfield> <country> <United States> .", "<Bakersfield> <located in> <Kern County> ."],
+           "seconds": 0.2}
+    generate = {"step": "generate", "attempt": 0, "tree": "kb", "answer": "guitar", "facts": [fact],
+                "text": f"Fact: {fact['text']}\nAnswer: guitar", "tokens": 20, "prompt_tokens": 90, "seconds": 2.0,
+                "truncated": False, "on_topic": True}
+    trace = {"question": rewrite["question"], "standalone": rewrite["standalone"], "steps": [rewrite, hop, generate],
+             "answer": "guitar", "supported": True, "grounded": True,
+             "grounding": {"how": "the answer is in fact 1, about Buck Owens", "facts": [0]}, "facts": [fact],
+             "timings": {}, "tokens": {}}
+    html = trace_html(trace, anchor="a2", history_turns=2)
+    text = _plain(html)
+    assert 'data-history-turns="2"' in html
+    assert "Understood as: What instrument did Buck Owens play? (asked: “What instrument did he play?”)" in text
+    assert "pronoun 'he' -> 'Buck Owens' (from the previous question); 2 earlier turns of the conversation" in text
+    assert "grounded in 1 fact the answer is in fact 1, about Buck Owens" in text
+    assert html.count('<details class="fw-step ') == 3
+    assert '<details class="fw-step fw-step-rewrite">' in html and '<details class="fw-step fw-step-hop">' in html
+    assert "hop: 'Bakersfield' in a stated fact brought 2 more facts into the tree" in text
+    assert "<Bakersfield> <located in> <Kern County> ." in text
+    assert step_line(rewrite) == ("understood as 'What instrument did Buck Owens play?' "
+                                  "(pronoun 'he' -> 'Buck Owens' (from the previous question))")
+    assert step_line({"step": "rewrite", "question": "Q?", "standalone": "Q?", "how": "no earlier turn"}) == \
+        "question taken as asked (no earlier turn)"
+    assert step_line({"step": "later", "n": 1}) == "later: n=1"  # a step this UI does not know yet
+    # Withheld: set apart, what was withheld and why; no grounded badge. While answering, the
+    # panel already says how the question was understood.
+    withheld = {**trace, "answer": "I don't know.", "supported": False, "grounded": False, "grounding": {},
+                "withheld": "guitar", "withheld_because": "no stated fact is about the question"}
+    html = trace_html(withheld)
+    assert '<p class="fw-withheld">' in html and "fw-grounded-badge" not in html
+    assert "withheld: “guitar” — not proven by a stated fact (no stated fact is about the question)" in _plain(html)
+    partial = trace_html({"question": rewrite["question"], "steps": [rewrite], "partial": True}, history_turns=2)
+    assert "Understood as: What instrument did Buck Owens play?" in _plain(partial)
+    # A trace from a pipeline without the rewrite step: the question as asked.
+    plain = _plain(trace_html({"question": "Who founded Zorblax Station?", "steps": [], "facts": [],
+                               "answer": "I don't know.", "supported": False}))
+    assert "Understood as: Who founded Zorblax Station?" in plain and "no earlier turn went with it" in plain
+
+
+def test_an_assistant_turn_is_what_the_agent_said():
+    from agent.pipeline.conversation import assistant_turn
+
+    said = "Fact: <Buck Owens> <place of death> <Bakersfield> .\nAnswer: Bakersfield"
+    assert assistant_turn({"answer": "Bakersfield", "text": said, "trace": {"supported": True}}) == said
+    assert assistant_turn({"answer": "I don't know.", "text": said, "trace": {"withheld": "Bakersfield"}}) == \
+        said + "\nAnswer: I don't know."
+    assert assistant_turn({"answer": "I don't know.", "text": "", "trace": {}}) == "Answer: I don't know."
 
 
 def test_trace_html_lists_facts_steps_timings_and_the_raw_trace(small_agent):

@@ -4,7 +4,10 @@ highlighted, read the trace; upload knowledge; choose the tree mode, beams and m
 One :class:`~ui.runtime.UIRuntime` (one loaded model) serves every browser session. Answering,
 uploading and switching models share one queue (``concurrency`` at a time, default 1), so
 concurrent users wait their turn instead of competing for the model. Each session keeps its own
-chat history and settings.
+chat history and settings; its earlier questions and the agent's replies (``Fact:`` lines and
+all) go with each new question as the conversation's history (the last few, see
+:mod:`agent.pipeline.conversation`), so a follow-up such as "What instrument did he play?" is
+understood; "New conversation" starts over.
 
 Example::
 
@@ -24,10 +27,10 @@ from typing import Any
 
 import gradio as gr
 
-from agent.pipeline.trace import describe_step
 from agent.errors import FactweaveError
+from agent.pipeline.conversation import assistant_turn, trim_history
 
-from .render import chat_message, search_html, trace_html
+from .render import chat_message, search_html, step_line, trace_html
 from .runtime import AskOptions, UIRuntime, check_question
 from .uploads import ACCEPTED
 
@@ -77,6 +80,9 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         session = session if session is not None else {}
         stop = threading.Event()
         session["stop"] = stop
+        # The conversation so far, as the agent said it (the chat shows it as HTML).
+        turns = trim_history(session.get("turns"))
+        told = len(turns)
         anchor = f"a{len(history)}"
         history = [*history, {"role": "user", "content": gr_escape(question)},
                    {"role": "assistant", "content": chat_message([])}]
@@ -84,10 +90,11 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         steps: list[str] = []
         records: list[dict[str, Any]] = []
         reply: dict[str, Any] | None = None
-        yield history, "", session, trace_html({"question": question, "steps": [], "partial": True})
+        yield history, "", session, trace_html({"question": question, "steps": [], "partial": True},
+                                               history_turns=told)
         options = AskOptions(tree=tree, beams=int(beams), k=int(k), rerank=bool(rerank))
         last = 0.0
-        events = runtime.stream(question, options, stop)
+        events = runtime.stream(question, options, stop, history=turns)
         try:
             for event in events:
                 kind = event["event"]
@@ -102,7 +109,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                 elif kind == "step":
                     step = event["step"]
                     records.append(step)
-                    steps.append(describe_step(step))
+                    steps.append(step_line(step))
                     if step["step"] == "generate":
                         n = step["attempt"]
                         while len(attempts) <= n:
@@ -116,8 +123,9 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                     last = now
                     history[-1] = {"role": "assistant",
                                    "content": chat_message(attempts, reply, anchor=anchor, steps=steps)}
-                    panel = (trace_html(reply["trace"], anchor=anchor) if reply is not None
-                             else trace_html({"question": question, "steps": records, "partial": True}))
+                    panel = (trace_html(reply["trace"], anchor=anchor, history_turns=told) if reply is not None
+                             else trace_html({"question": question, "steps": records, "partial": True},
+                                             history_turns=told))
                     yield history, "", session, panel
         except FactweaveError as exc:
             history[-1] = {"role": "assistant", "content": f'<p class="fw-error">Error: {gr_escape(str(exc))}</p>'}
@@ -125,9 +133,18 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
             return
         finally:
             events.close()
-        # The answer (a stopped one says so), and its whole trace.
+        # The answer (a stopped one says so), and its whole trace. A finished answer joins the
+        # conversation the next question is asked in; a stopped one is no part of it.
+        if reply is not None and not reply["trace"].get("stopped"):
+            session["turns"] = trim_history([*turns, {"role": "user", "content": question},
+                                             {"role": "assistant", "content": assistant_turn(reply)}])
         history[-1] = {"role": "assistant", "content": chat_message(attempts, reply, anchor=anchor, steps=steps)}
-        yield history, "", session, trace_html(reply["trace"] if reply else None, anchor=anchor)
+        yield history, "", session, trace_html(reply["trace"] if reply else None, anchor=anchor, history_turns=told)
+
+    def new_conversation(session: dict[str, Any] | None):
+        if session is not None:
+            session["turns"] = []
+        return [], trace_html(None), session
 
     def stop_answer(session: dict[str, Any] | None) -> None:
         if session and session.get("stop") is not None:
@@ -213,7 +230,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         # Stop sets the session's flag: generation ends at the next token and the answer's event
         # finishes normally (cancelling the event instead would leave the model mid-generation).
         stop_btn.click(stop_answer, [session], None, queue=False)
-        clear_btn.click(lambda: ([], trace_html(None)), None, [chat, trace], queue=False)
+        clear_btn.click(new_conversation, [session], [chat, trace, session], queue=False)
         build_btn.click(upload, [files], [build_result, status], concurrency_id=QUEUE, concurrency_limit=concurrency)
         search_btn.click(search, [query, search_k], [found], concurrency_id="factweave-search")
         query.submit(search, [query, search_k], [found], concurrency_id="factweave-search")

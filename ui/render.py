@@ -44,6 +44,34 @@ def provenance_line(fact: dict[str, Any]) -> str:
     return str(fact.get("source") or "unknown source")
 
 
+def step_line(step: dict[str, Any]) -> str:
+    """One line for a trace step: :func:`~agent.pipeline.trace.describe_step`'s, and the
+    follow-up rewrite and hop steps said here too (read defensively: a pipeline that writes
+    them may add or lack keys)."""
+    kind = step.get("step")
+    if kind == "rewrite":
+        standalone = step.get("standalone") or step.get("question", "")
+        if standalone == step.get("question"):
+            return f"question taken as asked ({step.get('how') or 'standalone'})"
+        return f"understood as {standalone!r} ({step.get('how') or 'rewritten'})"
+    if kind == "hop":
+        added = step.get("added") or []
+        return (f"hop: {step.get('entity', '?')!r} in a stated fact brought {len(added)} more "
+                f"fact{'' if len(added) == 1 else 's'} into the tree")
+    try:
+        return describe_step(step)
+    except (KeyError, TypeError):  # a step this UI does not know yet
+        return f"{kind}: " + ", ".join(f"{k}={v}" for k, v in step.items() if k not in ("step", "seconds"))
+
+
+def grounding(trace: dict[str, Any], facts: Sequence[dict[str, Any]] = ()) -> tuple[bool, int]:
+    """Whether the answer is grounded (``trace["grounded"]``, else the older ``supported``) and
+    in how many stated facts (``trace["grounding"]["facts"]`` when the pipeline says, else all)."""
+    grounded = trace.get("grounded", trace.get("supported", False))
+    rests_on = (trace.get("grounding") or {}).get("facts")
+    return bool(grounded), len(rests_on) if isinstance(rests_on, list) and rests_on else len(facts)
+
+
 def _fact_tip(fact: dict[str, Any]) -> str:
     where = TREE_LABELS.get(fact.get("tree", ""), fact.get("tree", ""))
     return f"{fact['text']}\n{provenance_line(fact)}\nfact id {fact.get('fact_id')} ({where})"
@@ -73,23 +101,25 @@ def attempt_html(text: str, facts: Sequence[dict[str, Any]], *, anchor: str = ""
 
 
 def answer_header(reply: dict[str, Any]) -> str:
-    """The answer line of a finished reply: the answer and how many facts support it, or why it
-    was withheld."""
+    """The answer line of a finished reply: a grounded answer with a badge saying in how many
+    stated facts it is grounded; a withheld one with what the model said and why it was not
+    given (styled apart); or "I don't know." and why."""
     trace = reply.get("trace", {})
     if trace.get("stopped"):
         return '<p class="fw-answer fw-stopped">Stopped.</p>'
-    facts = reply.get("facts") or []
-    if trace.get("supported"):
-        n = len(facts)
-        return (f'<p class="fw-answer"><b>Answer: {_e(reply["answer"])}</b> '
-                f'<span class="fw-support">supported by {n} fact{"" if n == 1 else "s"} of the knowledge base</span></p>')
-    why = ""
-    if trace.get("withheld"):
-        why = (f' <span class="fw-support">(the model answered “{_e(trace["withheld"])}”, withheld: '
-               f'{_e(trace.get("withheld_because", ""))})</span>')
-    elif trace.get("truncated"):
-        why = ' <span class="fw-support">(the token budget ended before an answer)</span>'
+    grounded, n = grounding(trace, reply.get("facts") or [])
+    if grounded:
+        how = (trace.get("grounding") or {}).get("how")
+        tip = f' title="{_e(how)}"' if how else ""
+        return (f'<p class="fw-answer fw-grounded"><b>Answer: {_e(reply["answer"])}</b> '
+                f'<span class="fw-badge fw-grounded-badge"{tip}>grounded in {n} fact{"" if n == 1 else "s"}</span></p>')
     answer = reply.get("answer") or "I don't know."
+    if trace.get("withheld"):
+        because = trace.get("withheld_because") or "not proven by a stated fact"
+        return (f'<p class="fw-answer fw-unknown"><b>Answer: {_e(answer)}</b></p>'
+                f'<p class="fw-withheld">withheld: “{_e(trace["withheld"])}” — not proven by a stated fact '
+                f'<span class="fw-support">({_e(because)})</span></p>')
+    why = ' <span class="fw-support">(the token budget ended before an answer)</span>' if trace.get("truncated") else ""
     return f'<p class="fw-answer fw-unknown"><b>Answer: {_e(answer)}</b>{why}</p>'
 
 
@@ -132,9 +162,17 @@ def _hits_table(step: dict[str, Any], selected: set[str]) -> str:
 
 def _step_html(step: dict[str, Any], selected: set[str]) -> str:
     kind = step["step"]
-    summary = _e(describe_step(step))
+    summary = _e(step_line(step))
     body = ""
-    if kind == "retrieve":
+    if kind == "rewrite":
+        body = (f'<p>asked: “{_e(step.get("question", ""))}”<br>understood as: '
+                f'<b class="fw-standalone">{_e(step.get("standalone") or step.get("question", ""))}</b></p>'
+                f'<p class="fw-dim">{_e(step.get("how", ""))}</p>')
+    elif kind == "hop":
+        body = (f'<p>from the stated fact <span class="fw-fact-text">{_e(step.get("fact", ""))}</span>, '
+                f'searched <b>{_e(step.get("entity", ""))}</b>:</p><ul>'
+                + "".join(f'<li class="fw-fact-text">{_e(t)}</li>' for t in step.get("added") or []) + "</ul>")
+    elif kind == "retrieve":
         body = _hits_table(step, selected)
     elif kind == "rerank":
         body = (f'<p>question type <b>{_e(step["question_type"])}</b>; '
@@ -181,19 +219,54 @@ def _final_text(trace: dict[str, Any]) -> str:
     return attempts[-1].get("text", "") if attempts else ""
 
 
-def trace_html(trace: dict[str, Any] | None, *, anchor: str = "") -> str:
-    """The trace view: the answer's facts with provenance, each step (retrieved facts with score
-    parts and the re-ranker's picks, sub-queries, each attempt's text), timings, and the raw
-    JSON trace."""
+def understood_html(trace: dict[str, Any], history_turns: int = 0) -> str:
+    """How the question was understood: as asked, or the standalone question a follow-up was
+    rewritten into and how; and how many earlier turns of the conversation went with it."""
+    rewrite = next((s for s in trace.get("steps", []) if s.get("step") == "rewrite"), None)
+    asked = trace.get("question", "")
+    standalone = trace.get("standalone") or (rewrite or {}).get("standalone") or asked
+    turns = (f'{history_turns} earlier turn{"" if history_turns == 1 else "s"} of the conversation went with it'
+             if history_turns else "no earlier turn went with it")
+    how = (rewrite or {}).get("how") or ("" if rewrite else "the pipeline wrote no rewrite step")
+    return (f'<div class="fw-understood" data-history-turns="{history_turns}">'
+            f'<p>Understood as: <b class="fw-standalone">{_e(standalone)}</b>'
+            + (f' <span class="fw-dim">(asked: “{_e(asked)}”)</span>' if standalone != asked else "")
+            + f'</p><p class="fw-dim">{_e(how)}{"; " if how else ""}{_e(turns)}</p></div>')
+
+
+def grounding_html(trace: dict[str, Any]) -> str:
+    """Whether the answer is grounded and how, or what was withheld and why."""
+    facts = trace.get("facts") or []
+    grounded, n = grounding(trace, facts)
+    if trace.get("stopped"):
+        return '<p class="fw-dim">Stopped before an answer.</p>'
+    if grounded:
+        how = (trace.get("grounding") or {}).get("how") or "the answer is in a stated fact about the question"
+        return (f'<p class="fw-grounding"><span class="fw-badge fw-grounded-badge">grounded in {n} '
+                f'fact{"" if n == 1 else "s"}</span> {_e(how)}</p>')
+    if trace.get("withheld"):
+        return (f'<p class="fw-withheld">withheld: “{_e(trace["withheld"])}” — not proven by a stated fact '
+                f'<span class="fw-support">({_e(trace.get("withheld_because", ""))})</span></p>')
+    return '<p class="fw-dim">No answer: nothing to ground.</p>'
+
+
+def trace_html(trace: dict[str, Any] | None, *, anchor: str = "", history_turns: int = 0) -> str:
+    """The trace view: how the question was understood (the standalone question of a
+    follow-up), whether the answer is grounded or withheld, the answer's facts with provenance,
+    each step (the rewrite, retrieved facts with score parts and the re-ranker's picks,
+    sub-queries, hops, each attempt's text), timings, and the raw JSON trace. ``history_turns``:
+    how many earlier turns of the conversation were given to the agent."""
     if not trace:
         return '<div class="fw-trace fw-dim">Ask a question: its trace appears here.</div>'
-    selected = {i for s in trace.get("steps", []) if s["step"] == "rerank" for i in s["selected"]}
+    selected = {i for s in trace.get("steps", []) if s["step"] == "rerank" for i in s.get("selected", [])}
     steps = "".join(_step_html(s, selected) for s in trace.get("steps", []))
+    understood = understood_html(trace, history_turns)
     if trace.get("partial"):  # while answering: the steps so far
-        return (f'<div class="fw-trace fw-partial" data-question="{_e(trace.get("question", ""))}">'
+        return (f'<div class="fw-trace fw-partial" data-question="{_e(trace.get("question", ""))}">{understood}'
                 f'<h4>Steps so far</h4>{steps or "<p class=fw-dim>retrieving…</p>"}</div>')
     raw = _e(json.dumps(trace, ensure_ascii=False, indent=1))
     return (f'<div class="fw-trace" data-question="{_e(trace.get("question", ""))}">'
+            f'{understood}{grounding_html(trace)}'
             f'<h4>Generated text</h4>{attempt_html(_final_text(trace), trace.get("facts", []), css_class="fw-generated")}'
             f'<h4>Facts of the answer</h4>{facts_list(trace.get("facts", []), anchor=anchor)}'
             f'<h4>Steps</h4>{steps}'

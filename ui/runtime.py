@@ -10,7 +10,9 @@ atomically) so that the extended index is rebuilt for another model, and after a
 Example::
 
     with UIRuntime(load_settings(model="smollm2-135m")) as rt:
-        for event in rt.stream("Where was Laurie Graff born?", AskOptions(tree="both")):
+        for event in rt.stream("What instrument did he play?", AskOptions(tree="both"),
+                               history=[{"role": "user", "content": "Where did Buck Owens die?"},
+                                        {"role": "assistant", "content": "Fact: ...\nAnswer: Bakersfield"}]):
             ...
         rt.add_files([Path("facts.tsv")])
 """
@@ -149,12 +151,17 @@ class UIRuntime:
                          k=options.k, max_rounds=self.settings.max_rounds,
                          max_subqueries=self.settings.max_subqueries, chat=self.chat)
 
-    def stream(self, question: str, options: AskOptions,
-               stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
-        """The agent's events for ``question`` (see ``FactAgent.stream``); setting ``stop`` or
-        closing the iterator stops generation."""
+    def stream(self, question: str, options: AskOptions, stop: threading.Event | None = None, *,
+               history: list[dict[str, str]] | None = None) -> Iterator[dict[str, Any]]:
+        """The agent's events for ``question`` (see ``FactAgent.stream``); ``history``: the
+        session's earlier turns, oldest first (bounded here, see
+        :mod:`agent.pipeline.conversation`); setting ``stop`` or closing the iterator stops
+        generation."""
+        from agent.pipeline.conversation import trim_history
+
         with self._lock:
-            events = self.agent(options).stream(question, beams=options.beams, stop=stop)
+            events = self.agent(options).stream(question, history=trim_history(history), beams=options.beams,
+                                                stop=stop)
             try:
                 yield from events
             finally:

@@ -1,31 +1,45 @@
 """The agent as a LangChain ``Runnable``: a question in, the answer with its facts and trace out."""
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Optional, Union
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from typing_extensions import NotRequired, TypedDict
 
-from ..pipeline import FactAgent
 from ..errors import FactweaveError
+from ..pipeline import FactAgent
+from ..pipeline.conversation import split_conversation, trim_history
 
 
 class AgentQuestion(TypedDict):
-    """The mapping form of the agent's input (``beams``: beam width for this question)."""
+    """The mapping form of the agent's input (``beams``: beam width for this question;
+    ``history``: the earlier turns, oldest first, as ``{"role", "content"}`` or LangChain messages)."""
 
     question: str
     beams: NotRequired[Optional[int]]
+    history: NotRequired[Sequence[Any]]
 
 
-AgentInput = Union[str, AgentQuestion]
+class AgentConversation(TypedDict):
+    """A whole conversation: the last user message is the question, the turns before it its history."""
+
+    messages: Sequence[Any]
+    beams: NotRequired[Optional[int]]
+
+
+AgentInput = Union[str, AgentQuestion, AgentConversation, Sequence[Any]]
 
 
 class FactAgentRunnable(Runnable[AgentInput, dict[str, Any]]):
     """A :class:`~agent.pipeline.FactAgent` as a LangChain ``Runnable``.
 
-    Input: a question, or ``{"question": ..., "beams": n}``. ``invoke`` returns
+    Input: a question; ``{"question": ..., "history": [...], "beams": n}``; a conversation, as a
+    list of messages (LangChain messages, ``{"role", "content"}`` dicts or ``(role, content)``
+    pairs) or ``{"messages": [...]}``, whose last user message is the question and whose earlier
+    turns go to the agent as its history (bounded, see :mod:`agent.pipeline.conversation`), so a
+    follow-up is understood from them. ``invoke`` returns
     ``AgentAnswer.as_dict()`` (``question``, ``answer``, ``text``, ``facts``, ``trace``);
     ``stream`` yields the agent's events (``step``, ``token``, ``fact``) and last the
     ``{"event": "answer", ...}`` event with the same dict; ``batch``, ``ainvoke``, ``astream``,
@@ -47,6 +61,8 @@ class FactAgentRunnable(Runnable[AgentInput, dict[str, Any]]):
             if event["event"] == "token":
                 print(event["text"], end="", flush=True)
         chain.batch(["Who founded Zorblax Station?", "Where was Mira Quell born?"])
+        chain.invoke([HumanMessage("Who founded Zorblax Station?"), AIMessage(reply["text"]),
+                      HumanMessage("Where was she born?")])
     """
 
     def __init__(self, agent: FactAgent, *, name: str = "factweave") -> None:
@@ -75,18 +91,24 @@ class FactAgentRunnable(Runnable[AgentInput, dict[str, Any]]):
             events.close()  # stops the generation when the reader leaves early
 
     def _answer(self, value: AgentInput) -> dict[str, Any]:
-        question, beams = _question(value)
-        return self.agent.answer(question, beams=beams).as_dict()
+        question, history, beams = _question(value)
+        return self.agent.answer(question, history=history, beams=beams).as_dict()
 
     def _events(self, values: Iterator[AgentInput]) -> Iterator[dict[str, Any]]:
         for value in values:
-            question, beams = _question(value)
-            yield from self.agent.stream(question, beams=beams)
+            question, history, beams = _question(value)
+            yield from self.agent.stream(question, history=history, beams=beams)
 
 
-def _question(value: Any) -> tuple[str, int | None]:
+def _question(value: Any) -> tuple[str, list[dict[str, str]], int | None]:
+    """``(question, history, beams)`` from any of the runnable's input forms."""
     if isinstance(value, str):
-        return value, None
+        return value, [], None
     if isinstance(value, dict) and isinstance(value.get("question"), str):
-        return value["question"], value.get("beams")
-    raise FactweaveError(f"the agent takes a question or {{\"question\": ...}}, not {type(value).__name__}")
+        return value["question"], trim_history(value.get("history")), value.get("beams")
+    if isinstance(value, dict) and isinstance(value.get("messages"), Sequence):
+        return (*split_conversation(value["messages"]), value.get("beams"))
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, dict)):
+        return (*split_conversation(value), None)
+    raise FactweaveError("the agent takes a question, {\"question\": ...}, {\"messages\": [...]} or a list of "
+                         f"messages, not {type(value).__name__}")

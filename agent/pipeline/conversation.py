@@ -1,4 +1,28 @@
-"""A conversation's follow-up made standalone before retrieval (the history-aware retriever pattern).
+"""A conversation as the agent takes it (the question, the earlier turns, bounded), and a follow-up
+made standalone before retrieval (the history-aware retriever pattern).
+
+## Taking a conversation
+
+Every entry point (the UI, the OpenAI-compatible server, the LangChain runnable, the MCP ``ask``
+tool, the CLI) turns what it was given into ``(question, history)`` here, so the bound on how
+much of a conversation reaches the agent lives in one place: the last ``MAX_TURNS`` messages,
+within ``MAX_CHARS`` characters. A follow-up needs the turn or two before it; a long history
+would only slow the rewriting and drown the entities it looks for.
+
+A message is ``{"role": ..., "content": ...}`` (OpenAI's roles), a LangChain message, or a
+``(role, content)`` pair. ``user``/``human`` and ``assistant``/``ai`` messages are turns;
+system and tool messages are not part of what was said, and are dropped.
+
+Example::
+
+    question, history = split_conversation([
+        {"role": "user", "content": "Where did Buck Owens die?"},
+        {"role": "assistant", "content": "Fact: <Buck Owens> <place of death> <Bakersfield> .\\nAnswer: Bakersfield"},
+        {"role": "user", "content": "What instrument did he play?"}])
+    question    # "What instrument did he play?"
+    history     # the two earlier turns, oldest first
+
+## Making a follow-up standalone
 
 Retrieval and the fact tree are built from one question; "And what is her occupation?" names
 nobody, so searched as it is it finds facts about whoever the words happen to match. Before
@@ -10,13 +34,10 @@ anything is retrieved, the question is rewritten into a standalone one:
 - otherwise by rules (:func:`rewrite_by_rules`), against the previous turn: its standalone
   question's names, its answer and the facts it stated (the ``Fact: <s> <p> <o> .`` lines of the
   assistant's reply). Person pronouns (he, she, his, her, they, ...) and ``it``/``its`` become
-  the previous turn's subject (the subject of its first stated triple, else the first name in
-  its question); ``there`` becomes its answer; an elliptical fragment ("and in which year?",
+  the previous turn's subject (the first name in its question, else the subject of its first
+  stated triple); ``there`` becomes its answer; an elliptical fragment ("and in which year?",
   "what about Paris?") is completed from the previous question. A question that names its own
   subject and refers to nothing earlier is a topic change and stays as it is.
-
-History is bounded (:func:`trim_history`: the last turns within a character budget), so a long
-chat does not grow the prompt or the rewrite without end.
 
 Example::
 
@@ -28,7 +49,7 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from string import Template
 from typing import TYPE_CHECKING, Any
@@ -40,7 +61,94 @@ if TYPE_CHECKING:
     from ..llm.client import ChatClient
 
 MAX_TURNS = 6
+"""Earlier messages (user or assistant, each one a turn) the agent gets at most."""
 MAX_CHARS = 4000
+"""Characters of earlier turns the agent gets at most (the newest turns are kept)."""
+
+_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
+
+
+def as_turn(message: Any) -> dict[str, str] | None:
+    """``message`` as ``{"role": "user" | "assistant", "content": str}``, or None for a message
+    that is not a turn (system, tool). Raises :class:`FactweaveError` for what is no message."""
+    if isinstance(message, Mapping):
+        role, content = message.get("role", message.get("type")), message.get("content")
+    elif isinstance(message, (tuple, list)) and len(message) == 2:
+        role, content = message
+    elif hasattr(message, "type") and hasattr(message, "content"):  # a LangChain message
+        role, content = message.type, getattr(message, "text", message.content)
+    else:
+        raise FactweaveError(f"a conversation message is {{\"role\", \"content\"}}, not {type(message).__name__}")
+    if not isinstance(role, str):
+        raise FactweaveError(f"a conversation message needs a role, got {role!r}")
+    if role not in _ROLES:
+        return None
+    if isinstance(content, list):  # OpenAI's / LangChain's list of content parts: the text ones
+        content = "".join(p if isinstance(p, str) else str(p.get("text") or "") for p in content
+                          if isinstance(p, str) or isinstance(p, Mapping) and p.get("type", "text") == "text")
+    if not isinstance(content, str):
+        content = "" if content is None else str(content)
+    return {"role": _ROLES[role], "content": content}
+
+
+def trim_history(history: Iterable[Any] | None, max_turns: int = MAX_TURNS,
+                 max_chars: int = MAX_CHARS) -> list[dict[str, str]]:
+    """The newest turns of ``history`` (oldest first, as ``{"role", "content"}``): at most
+    ``max_turns`` of them, within ``max_chars`` characters of content. Empty turns and non-turns
+    (system, tool) are dropped. When even the newest turn is longer than ``max_chars``, its last
+    ``max_chars`` characters are kept (an agent's reply ends with its answer).
+
+    >>> trim_history([{"role": "user", "content": "a" * 10}, {"role": "assistant", "content": "b" * 10}],
+    ...              max_chars=15)
+    [{'role': 'assistant', 'content': 'bbbbbbbbbb'}]
+    """
+    if max_turns < 0 or max_chars < 0:
+        raise ValueError("max_turns and max_chars must be >= 0")
+    turns = [t for t in (as_turn(m) for m in history or []) if t is not None and t["content"].strip()]
+    kept: list[dict[str, str]] = []
+    used = 0
+    for turn in reversed(turns[-max_turns:] if max_turns else []):
+        size = len(turn["content"])
+        if used + size > max_chars:
+            if not kept and max_chars:
+                kept.append({"role": turn["role"], "content": turn["content"][-max_chars:]})
+            break
+        kept.append(turn)
+        used += size
+    return kept[::-1]
+
+
+def assistant_turn(reply: Mapping[str, Any]) -> str:
+    """What the agent said in a finished reply (``AgentAnswer.as_dict()`` or the stream's answer
+    event), as an assistant turn for the next question's history: the generated text, its
+    ``Fact:`` lines and all; when the answer was withheld, a last line ``Answer: I don't know.``
+    says so (as the server's reply does)."""
+    from .grounding import DONT_KNOW
+
+    text = (reply.get("text") or "").strip()
+    answer = reply.get("answer") or DONT_KNOW
+    if not text:
+        return f"Answer: {answer}"
+    trace = reply.get("trace") or {}
+    if trace.get("withheld") or answer == DONT_KNOW and f"Answer: {DONT_KNOW}" not in text:
+        text += f"\nAnswer: {DONT_KNOW}"
+    return text
+
+
+def split_conversation(messages: Sequence[Any], max_turns: int = MAX_TURNS,
+                       max_chars: int = MAX_CHARS) -> tuple[str, list[dict[str, str]]]:
+    """``(question, history)`` from a conversation: the question is the last user message's
+    text; the history, the turns before it, trimmed by :func:`trim_history`. Raises
+    :class:`FactweaveError` when no user message has text."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise FactweaveError(f"a conversation is a list of messages, not {type(messages).__name__}")
+    turns = [as_turn(m) for m in messages]
+    for i in range(len(turns) - 1, -1, -1):
+        turn = turns[i]
+        if turn is not None and turn["role"] == "user" and turn["content"].strip():
+            return turn["content"].strip(), trim_history([t for t in turns[:i] if t], max_turns, max_chars)
+    raise FactweaveError("the conversation has no user message with text to answer")
+
 
 _TRIPLE = re.compile(r"<([^<>]+)>\s*<([^<>]+)>\s*<([^<>]+)>\s*\.")
 _FACT_LINE = re.compile(r"^[ \t]*fact:[ \t]*(.+)$", re.IGNORECASE | re.MULTILINE)
@@ -73,35 +181,6 @@ class Rewrite:
         return {"step": "rewrite", "question": self.question, "standalone": self.standalone, "how": self.how}
 
 
-def split_conversation(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, str]]]:
-    """The last user message (the question) and the user/assistant turns before it.
-
-    System messages are dropped (the agent has its own); a conversation without a user message
-    with text raises :class:`FactweaveError`.
-    """
-    turns = [{"role": str(m.get("role", "")), "content": _text(m.get("content"))} for m in messages]
-    for i in range(len(turns) - 1, -1, -1):
-        if turns[i]["role"] == "user" and turns[i]["content"].strip():
-            history = [t for t in turns[:i] if t["role"] in ("user", "assistant") and t["content"].strip()]
-            return turns[i]["content"].strip(), history
-    raise FactweaveError("the conversation has no user message with text to answer")
-
-
-def trim_history(history: Sequence[Mapping[str, Any]], max_turns: int = MAX_TURNS,
-                 max_chars: int = MAX_CHARS) -> list[dict[str, str]]:
-    """The last ``max_turns`` messages of ``history`` whose contents fit in ``max_chars``
-    (newest kept first; a message never cut in the middle, so a stated fact stays whole)."""
-    kept: list[dict[str, str]] = []
-    used = 0
-    for turn in reversed(list(history)[-max_turns:] if max_turns > 0 else []):
-        content = _text(turn.get("content"))
-        if used + len(content) > max_chars:
-            break
-        kept.append({"role": str(turn.get("role", "")), "content": content})
-        used += len(content)
-    return kept[::-1]
-
-
 @dataclass(frozen=True)
 class PreviousTurn:
     """What a follow-up may refer to: the previous question, its subject, answer and facts."""
@@ -132,7 +211,8 @@ def previous_turn(history: Sequence[Mapping[str, Any]]) -> PreviousTurn | None:
     if answer.lower().startswith("i don't know") or answer.lower().startswith("i do not know"):
         answer = ""
     names = [k for k in extract_keywords(question) if _is_name(k)]
-    subject = facts[0][0] if facts else (names[0] if names else "")
+    # The question's own name first: a withheld reply's facts may be about someone else.
+    subject = names[0] if names else (facts[0][0] if facts else "")
     return PreviousTurn(question, subject, answer, facts)
 
 

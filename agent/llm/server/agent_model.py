@@ -2,8 +2,11 @@
 
 The reply's ``content`` is the text the agent generated, token by token as it is generated:
 
-- the question is the last user message; earlier turns are ignored by the agent (plain chat
-  models get the whole conversation);
+- the question is the last user message; the user and assistant messages before it go to the
+  agent as the conversation's history (the last few, see :mod:`agent.pipeline.conversation`),
+  so a follow-up ("What instrument did he play?") is understood from them. An assistant
+  message is passed as it is: the agent's earlier replies keep their ``Fact:`` lines, which name
+  what a pronoun can refer to;
 - when the agent generates more than once (per-question tree, then the knowledge base), the
   attempts are separated by a blank line;
 - when the agent's final answer is not the last attempt's (an answer withheld for lack of a
@@ -59,13 +62,13 @@ class AgentModel:
         self.agent, self.id = agent, model_id
 
     def reply(self, request: ChatRequest, stop: threading.Event) -> Iterator[ReplyPiece]:
-        question = request.question()
+        question, history = request.conversation()
         if not question:
             raise BadReplyRequest("messages: no user message with text to answer")
         content = ""
         starts: dict[int, int] = {}  # attempt number -> where its text starts in content
         final: dict[str, Any] | None = None
-        for event in self.agent.stream(question, stop=stop):
+        for event in self.agent.stream(question, history=history, stop=stop):
             kind = event["event"]
             if kind == "token":
                 piece = event["text"]

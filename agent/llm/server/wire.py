@@ -8,6 +8,7 @@ Example::
     request = ChatRequest.model_validate_json(b'{"model": "factweave", "messages": '
                                               b'[{"role": "user", "content": "Hi"}]}')
     request.question()          # "Hi"
+    request.conversation()      # ("Hi", []): the question and the earlier turns, bounded
 """
 from __future__ import annotations
 
@@ -84,6 +85,18 @@ class ChatRequest(BaseModel):
             if message.role == "user":
                 return message.plain()["content"].strip()
         return ""
+
+    def conversation(self) -> tuple[str, list[dict[str, str]]]:
+        """The last user message's text and the user and assistant turns before it, oldest first
+        and bounded (:func:`agent.pipeline.conversation.split_conversation`); ``("", [])`` when
+        no user message has text."""
+        from agent.errors import FactweaveError
+        from agent.pipeline.conversation import split_conversation
+
+        try:
+            return split_conversation(self.plain_messages())
+        except FactweaveError:
+            return "", []
 
 
 class ApiError(Exception):
