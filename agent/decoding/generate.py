@@ -5,7 +5,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -18,12 +18,14 @@ from ..index.tokens import tokenizer_fingerprint
 from ..models import tokenizer_lock
 from ..prompts import FewShotPrompt, render_prompt
 from .processor import FactConstrainedLogitsProcessor
-from .spans import FactSpan, decode_tokens, locate_spans
+from .spans import CompletedFact, FactSpan, decode_tokens, locate_spans
 from .tracker import FactTracker
 from .vocab import TokenVocab
 
 # A question, or a whole conversation ending with the user's question.
 Prompt = Union[str, Sequence[Mapping[str, str]]]
+# Called as each constrained fact completes, during generation (see FactConstrainedLogitsProcessor).
+OnFact = Callable[[CompletedFact], None]
 
 _ANSWER = re.compile(r"^[ \t]*answer:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
 
@@ -171,27 +173,35 @@ class FactGenerator:
         return self.answer_batch([question], **kwargs)[0]
 
     def answer_batch(self, questions: Sequence[Prompt], *, constrained: bool = True, beams: int | None = None,
-                     max_new_tokens: int | None = None, index: Any | None = None) -> list[Answer]:
+                     max_new_tokens: int | None = None, index: Any | None = None,
+                     on_fact: OnFact | None = None) -> list[Answer]:
         """Answer ``questions`` in one batched ``generate`` call.
 
         ``index`` replaces the generator's own index for this call only (e.g. a small tree over
         the facts retrieved for these questions); it must be built for the same tokenizer.
+        ``on_fact`` is called with each distinct fact as soon as a row or beam completes it,
+        before the next token is chosen; with a :class:`~agent.index.union.GrowingFactIndex` as
+        ``index`` it may grow the tree, and the facts it adds can be stated from the next
+        ``Fact:`` line on, in this same generation (multi-hop chaining). Beam search reports
+        facts of beams that are dropped later too.
         """
-        run = self._prepare(questions, constrained, beams, max_new_tokens, index)
+        run = self._prepare(questions, constrained, beams, max_new_tokens, index, on_fact)
         with torch.inference_mode():
             out = self.model.generate(**run.inputs, **run.kwargs)
         generated = time.perf_counter()
         return self._finish(run, out[:, run.prompt_len:].tolist(), generated)
 
     def stream(self, question: Prompt, *, constrained: bool = True, beams: int | None = None,
-               max_new_tokens: int | None = None, index: Any | None = None) -> Iterator[GenerationEvent]:
+               max_new_tokens: int | None = None, index: Any | None = None,
+               on_fact: OnFact | None = None) -> Iterator[GenerationEvent]:
         """Answer ``question`` as a stream of :class:`GenerationEvent`: text as it is generated,
         each constrained fact as soon as it is complete, then the :class:`Answer` (the same one
         :meth:`answer` gives).
 
         Beam search keeps several candidates until the end, so with ``beams > 1`` the text
         arrives in one piece when generation is done. Closing the iterator early stops the
-        generation.
+        generation. ``on_fact`` is as in :meth:`answer_batch`: it runs in the generating thread,
+        not in step with this iterator's ``"fact"`` events (either may come first).
 
         Example::
 
@@ -199,10 +209,10 @@ class FactGenerator:
                 if event.kind == "token":
                     print(event.text, end="", flush=True)
         """
-        run = self._prepare([question], constrained, beams, max_new_tokens, index)
+        run = self._prepare([question], constrained, beams, max_new_tokens, index, on_fact)
         if run.kwargs["num_beams"] > 1:
             answer = self.answer_batch([question], constrained=constrained, beams=beams,
-                                       max_new_tokens=max_new_tokens, index=index)[0]
+                                       max_new_tokens=max_new_tokens, index=index, on_fact=on_fact)[0]
             yield GenerationEvent("token", answer.text)
             for span in answer.facts:
                 yield GenerationEvent("fact", fact=span)
@@ -255,7 +265,7 @@ class FactGenerator:
             worker.join()
 
     def _prepare(self, questions: Sequence[Prompt], constrained: bool, beams: int | None,
-                 max_new_tokens: int | None, index: Any | None) -> _Run:
+                 max_new_tokens: int | None, index: Any | None, on_fact: OnFact | None = None) -> _Run:
         tracker = self.tracker if index is None else FactTracker(self._checked(index), self.vocab)
         if constrained and tracker is None:
             raise ValueError("constrained generation needs a fact index")
@@ -268,7 +278,7 @@ class FactGenerator:
         inputs = {k: v.to(device) for k, v in enc.items()}
         processors = LogitsProcessorList()
         if constrained:
-            processors.append(FactConstrainedLogitsProcessor(tracker, prompts, num_beams=beams))
+            processors.append(FactConstrainedLogitsProcessor(tracker, prompts, num_beams=beams, on_fact=on_fact))
         stop = StoppingCriteriaList([_AnswerLineDone(self.tokenizer, self.vocab, inputs["input_ids"].shape[1])])
         kwargs = {"do_sample": False, "num_beams": beams, "max_new_tokens": max_new_tokens or self.max_new_tokens,
                   "logits_processor": processors, "stopping_criteria": stop,

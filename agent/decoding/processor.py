@@ -1,12 +1,13 @@
 """ReFactX constrained decoding as a transformers ``LogitsProcessor``."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 from transformers import LogitsProcessor
 
+from .spans import CompletedFact
 from .tracker import FactTracker, TraceState
 
 
@@ -27,6 +28,11 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
         prompt_texts: the decoded prompt of each batch item (its last line decides whether the
             first generated token starts a line).
         num_beams: beams per batch item (``num_return_sequences`` for sampling).
+        on_fact: called with a :class:`~agent.decoding.spans.CompletedFact` once per distinct
+            fact (by id) that any row or beam completes in this ``generate`` call, in the
+            generating thread, after the step's states are known and before any row of it is
+            masked: facts it adds to a growing index
+            (:class:`~agent.index.union.GrowingFactIndex`) are allowed from the next fact on.
 
     Example::
 
@@ -34,12 +40,15 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
         out = model.generate(**inputs, num_beams=3, logits_processor=LogitsProcessorList([proc]))
     """
 
-    def __init__(self, tracker: FactTracker, prompt_texts: Sequence[str], num_beams: int = 1) -> None:
+    def __init__(self, tracker: FactTracker, prompt_texts: Sequence[str], num_beams: int = 1,
+                 on_fact: Callable[[CompletedFact], None] | None = None) -> None:
         self.tracker = tracker
         self.num_beams = num_beams
+        self.on_fact = on_fact
         self._initial = [tracker.start(t) for t in prompt_texts]
         self._prompt_len: int | None = None
         self._states: dict[tuple, TraceState] = {}
+        self._reported: set[int] = set()
 
     def _state(self, item: int, generated: list[int]) -> TraceState:
         key = (item, *generated)
@@ -60,13 +69,19 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
         if self._prompt_len is None or input_ids.shape[1] <= self._prompt_len:
             self._prompt_len = input_ids.shape[1]
             self._states = {}
+            self._reported = set()
         generated = input_ids[:, self._prompt_len :].tolist()
         rows_per_item = max(1, input_ids.shape[0] // max(1, len(self._initial)))
         states: dict[tuple, TraceState] = {}
+        rows: list[TraceState] = []
         for row, seq in enumerate(generated):
             item = min(row // rows_per_item, len(self._initial) - 1)
             state = self._state(item, seq)
             states[(item, *seq)] = state
+            rows.append(state)
+            if self.on_fact is not None and state.spans:
+                self._report(item, state)
+        for row, state in enumerate(rows):
             if state.active:
                 allowed = _as_index(self.tracker.allowed(state), scores.device)
                 keep = scores[row, allowed]
@@ -78,6 +93,14 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
                     scores[row, _as_index(banned, scores.device)] = float("-inf")
         self._states = states
         return scores
+
+    def _report(self, item: int, state: TraceState) -> None:
+        """Hand each fact of ``state`` not reported yet in this call to ``on_fact``."""
+        for fact_id, start, end in state.spans:
+            if fact_id not in self._reported:
+                self._reported.add(fact_id)
+                fact = self.tracker.index.facts[fact_id]
+                self.on_fact(CompletedFact(int(fact_id), fact.text, fact.source, item, start, end))
 
 
 def _as_index(tokens: np.ndarray, device: torch.device) -> torch.Tensor:

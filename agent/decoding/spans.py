@@ -20,6 +20,21 @@ class FactSpan:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class CompletedFact:
+    """A fact the model has just finished writing, while it is still generating (what an
+    ``on_fact`` callback gets): fact ``id`` of the index, its ``text`` and ``source``, the batch
+    ``item`` whose row wrote it, and its token positions ``[start, end)`` in that row's generated
+    tokens. Character offsets come with the final :class:`FactSpan`."""
+
+    id: int
+    text: str
+    source: str
+    item: int
+    start: int
+    end: int
+
+
 def decode_tokens(tokenizer: Any, ids: Sequence[int]) -> str:
     """The text of ``ids`` exactly as the answer shows it (special tokens dropped, no clean-up)."""
     return tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)

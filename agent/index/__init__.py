@@ -3,5 +3,7 @@ from .cursor import FactCursor
 from .disk import DiskFactIndex, build_disk_index
 from .storage import load_index, read_header, save_index
 from .trie import FactIndex
+from .union import GrowingFactIndex, UnionCursor
 
-__all__ = ["DiskFactIndex", "FactCursor", "FactIndex", "build_disk_index", "load_index", "read_header", "save_index"]
+__all__ = ["DiskFactIndex", "FactCursor", "FactIndex", "GrowingFactIndex", "UnionCursor", "build_disk_index", "load_index",
+           "read_header", "save_index"]
