@@ -150,7 +150,7 @@ def eval_hotpotqa(**options) -> None:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--metric", "metrics", multiple=True,
               help="Metrics to tabulate (repeat; default: exact_accuracy, exact_precision, approximate_accuracy, "
-                   "set_f1, seconds); also judge_accuracy, best_of_n.")
+                   "f1, grounded, follow_up_share, set_f1, seconds); also judge_accuracy, best_of_n.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the tables to this Markdown file.")
 def eval_compare(runs, metrics, out) -> None:

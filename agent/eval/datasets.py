@@ -50,12 +50,15 @@ _CORPUS_SUFFIX = "_corpus.json"
 
 @dataclass(frozen=True)
 class EvalQuestion:
-    """One question: ``answers`` holds every accepted gold answer (label and aliases)."""
+    """One question: ``answers`` holds every accepted gold answer (label and aliases);
+    ``history`` the conversation's earlier turns, oldest first (``{"role": "user" | "assistant",
+    "content": str}``), empty for a question asked alone."""
 
     id: str
     text: str
     answers: tuple[str, ...]
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    history: tuple[dict[str, str], ...] = field(default=(), hash=False)
 
 
 def data_path(dataset: str, data: str | Path | None = None) -> Path:
