@@ -10,12 +10,14 @@ from conftest import DATA, REPO, run_cli
 
 from agent.errors import FactweaveError, InputError
 from agent.eval.compare import compare_markdown, expand_runs, load_run
-from agent.eval.datasets import EvalQuestion, hotpotqa_documents, load_questions, question_files, sample_questions
+from agent.eval.datasets import (EvalQuestion, hotpotqa_documents, knowledge_files, load_questions, question_files,
+                                  sample_questions, twowiki_documents, twowiki_files)
 
 EVAL = DATA / "eval"
 POPQA = EVAL / "popqa_mini.json"
 HOTPOT = EVAL / "hotpotqa_mini_with_context.json"
 KAMEL = DATA / "kamel_mini"
+TWOWIKI = EVAL / "2wiki_mini_questions.json"
 
 
 
@@ -69,6 +71,44 @@ def test_hotpotqa_questions_context_and_corpus(tmp_path):
     bad.write_text(json.dumps([{"question": "q?", "answer": "a", "context": [["title only"]]}]))
     with pytest.raises(InputError, match="bad_with_context.json:1: row 0 context 0: expected"):
         load_questions("hotpotqa", bad)
+
+
+def test_2wiki_questions_aliases_strata_corpus_and_bad_rows(tmp_path):
+    questions = load_questions("2wiki", TWOWIKI)
+    assert len(questions) == 3
+    detroit = next(q for q in questions if "I Can'T See Myself Leaving You" in q.text)
+    assert detroit.id == "2wiki/a1d9a65c0bd911eba7f7acde48001122"
+    # The answer first, then its aliases, each once ("Detroit" is also an alias).
+    assert detroit.answers == ("Detroit", "Detroit, Michigan", "Detroiter", "Motor City")
+    assert detroit.meta["supporting"] == ["Aretha Franklin", "I Can't See Myself Leaving You"]
+    assert "passages" not in detroit.meta  # KGD reads the web's facts, not gold passages
+    # No type in the file: strata by supporting passages, taken round-robin (2 before 4).
+    assert [q.meta["stratum"] for q in load_questions("2wiki", TWOWIKI, limit=2)] == ["2 passages", "4 passages"]
+    assert twowiki_files(EVAL) == (TWOWIKI, EVAL / "2wiki_mini_corpus.json")  # the folder works too
+    assert knowledge_files("2wiki", TWOWIKI) == [EVAL / "2wiki_mini_corpus.json"]
+    docs = list(twowiki_documents(TWOWIKI))
+    assert len(docs) == 9 and docs[0].title == "Teutberga" and docs[1].source == "2wiki_mini_corpus.json#1"
+    assert {t for q in questions for t in q.meta["supporting"]} <= {d.title for d in docs}
+    # The corpus of a file named X_dev100_questions.json is X_corpus.json.
+    shared = tmp_path / "mine_dev3_questions.json"
+    shared.write_text(TWOWIKI.read_text())
+    (tmp_path / "mine_corpus.json").write_text((EVAL / "2wiki_mini_corpus.json").read_text())
+    assert twowiki_files(shared)[1] == tmp_path / "mine_corpus.json"
+    alone = tmp_path / "alone_questions.json"
+    alone.write_text(TWOWIKI.read_text())
+    assert len(load_questions("2wiki", alone)) == 3  # questions load without a corpus
+    with pytest.raises(FactweaveError, match="no 2WikiMultiHopQA corpus beside"):
+        list(twowiki_documents(alone))
+    bad = tmp_path / "bad_questions.json"
+    bad.write_text(json.dumps([{"question": "q?", "answer": "a"}, {"question": "q?", "answer": ""}]))
+    with pytest.raises(InputError, match="bad_questions.json:1: row 1: 'answer' must be a non-empty string"):
+        load_questions("2wiki", bad)
+    bad.write_text(json.dumps([{"question": "q?", "answer": "a", "answer_aliases": [3]}]))
+    with pytest.raises(InputError, match="bad_questions.json:1: row 0 answer_aliases: expected a list of strings"):
+        load_questions("2wiki", bad)
+    bad.write_text(json.dumps([{"question": "q?", "answer": "a", "supporting_facts": "Aretha"}]))
+    with pytest.raises(InputError, match="bad_questions.json:1: row 0 supporting_facts: expected a list of titles"):
+        load_questions("2wiki", bad)
 
 
 # --- compare --------------------------------------------------------------------------------------

@@ -183,3 +183,18 @@ def eval_musique(**options) -> None:
       factweave eval musique --limit 30 --judge-base-url http://127.0.0.1:8000/v1 --out runs/
     """
     _run("musique", **options)
+
+
+@eval_group.command("2wiki", short_help="2WikiMultiHopQA two-hop questions over their corpus.")
+@_eval_options
+def eval_2wiki(**options) -> None:
+    """2WikiMultiHopQA questions in HippoRAG's format (default:
+    ../shared/data/2wikimultihopqa/2wiki_dev100_questions.json, web of 2wiki_corpus.json beside
+    it, 6,119 passages); KB tree: every fact of the web; questions stratified by their number of
+    supporting passages (4: bridge-comparison), the file having no type.
+
+    \b
+    Example:
+      factweave eval 2wiki --limit 30 --model qwen2.5-coder-1.5b --no-judge --out runs/
+    """
+    _run("2wiki", **options)
