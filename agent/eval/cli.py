@@ -198,3 +198,20 @@ def eval_2wiki(**options) -> None:
       factweave eval 2wiki --limit 30 --model qwen2.5-coder-1.5b --no-judge --out runs/
     """
     _run("2wiki", **options)
+
+
+@eval_group.command("kamel-chat", short_help="KAMEL conversations: follow-ups and two-hop chains.")
+@_eval_options
+def eval_kamel_chat(**options) -> None:
+    """Conversations built (seeded) from a KAMEL folder (default: the bundled demo KB): follow-ups
+    asked with a pronoun after a first turn that is given (question and gold reply), each beside
+    the same question asked standalone, and two-hop questions along KB chains (a person's country
+    -> its official language, ...). --limit counts items: a follow-up item is two questions.
+    KB tree: every split of the folder; web: its dev triples (the demo web), as `eval kamel`.
+    Methods: llm-only, refactx, web-rag, agent (the ones that take a conversation).
+
+    \b
+    Example:
+      factweave eval kamel-chat --limit 30 --model qwen2.5-coder-1.5b --no-judge --out runs/
+    """
+    _run("kamel-chat", **options)

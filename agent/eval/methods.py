@@ -297,7 +297,14 @@ KAMEL_ONLY = frozenset({"rcd", "rcd-static", "vd", "majority"})
 OPT_IN = frozenset({"kgd-nli", "kgd-guide", "chunks-greedy", "chunks-beam", "greedy", "beam"})
 
 
+# The methods that take a conversation's history (the others would read the follow-up alone).
+CONVERSATIONAL = ("llm-only", "refactx", "web-rag", "agent")
+
+
 def default_methods(dataset: str) -> tuple[str, ...]:
     """The methods run when none is named: every one that applies to ``dataset`` except KGD's
-    ablations and baselines (:data:`OPT_IN`), in :data:`METHODS` order."""
+    ablations and baselines (:data:`OPT_IN`), in :data:`METHODS` order; for conversations
+    (``kamel-chat``) the ones that take a history (:data:`CONVERSATIONAL`)."""
+    if dataset == "kamel-chat":
+        return CONVERSATIONAL
     return tuple(m for m in METHODS if m not in OPT_IN and (dataset == "kamel" or m not in KAMEL_ONLY))
