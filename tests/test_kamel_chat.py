@@ -127,7 +127,8 @@ def test_cli_kamel_chat_llm_only_and_refactx(tmp_path, cache_dir):
     assert "Follow-ups (pronoun, the first turn given)" in md and "Per stratum: mean token F1:" in md
     data = json.loads((out / "kamel-chat-smollm2-135m.json").read_text())
     assert data["methods"] == ["llm-only", "refactx"]
-    assert data["settings"]["knowledge"]["kb_facts"] == 7  # every row of the folder, all splits
+    # Every fact of the folder, all splits: 6 rows, two official languages each for Canada and the Philippines.
+    assert data["settings"]["knowledge"]["kb_facts"] == 8
     assert data["settings"]["web_reachable"] == 1  # the follow-up's fact is on a train row
     scores = data["scores"]
     assert "f1" in scores["refactx"] and scores["llm-only"]["grounded"] is None
