@@ -161,10 +161,10 @@ def _check_report_files(report, out, methods):
         s = data["scores"][method]
         row = table[method]
         assert row[1] == f"{s['answered']}/{s['total']}"
-        assert row[2:8] == [_pct(s["exact_accuracy"]), _pct(s["exact_precision"]), _pct(s["approximate_accuracy"]),
-                            _pct(s["approximate_precision"]), _pct(s.get("judge_accuracy")),
-                            _pct(s.get("judge_precision"))]
-        assert float(row[8]) == pytest.approx(s["seconds_per_question"], abs=0.006)  # JSON keeps 3 decimals
+        assert row[2:10] == [_pct(s["exact_accuracy"]), _pct(s["exact_precision"]), _pct(s["approximate_accuracy"]),
+                             _pct(s["approximate_precision"]), _pct(s["f1"]), _pct(s["grounded"]),
+                             _pct(s.get("judge_accuracy")), _pct(s.get("judge_precision"))]
+        assert float(row[10]) == pytest.approx(s["seconds_per_question"], abs=0.006)  # JSON keeps 3 decimals
         # The scores are the per-question rows counted again.
         rows = [q["methods"][method] for q in data["questions"]]
         assert s["answered"] == sum(r["answered"] for r in rows)
@@ -265,7 +265,8 @@ def test_cli_writes_json_and_markdown(tmp_path, cache_dir):
     assert md.splitlines()[0] == "### KAMEL, 2 questions, smollm2-135m"
     assert md.strip() in proc.stdout  # the table is printed too
     row = _markdown_rows(md)["llm-only"]
-    assert row[6:8] == ["-", "-"]  # no judge
+    assert row[8:10] == ["-", "-"]  # no judge
+    assert row[7] == "-"  # llm-only states no facts: no grounded rate
     data = json.loads((out / "kamel-smollm2-135m.json").read_text())
     assert data["settings"]["judge"] is None and data["settings"]["knowledge"] is None
     assert [q["id"].split("/")[0] for q in data["questions"]] == ["P19", "P106"]  # one per relation

@@ -10,12 +10,14 @@ from conftest import DATA, REPO, run_cli
 
 from agent.errors import FactweaveError, InputError
 from agent.eval.compare import compare_markdown, expand_runs, load_run
-from agent.eval.datasets import EvalQuestion, hotpotqa_documents, load_questions, question_files, sample_questions
+from agent.eval.datasets import (EvalQuestion, hotpotqa_documents, knowledge_files, load_questions, question_files,
+                                  sample_questions, twowiki_documents, twowiki_files)
 
 EVAL = DATA / "eval"
 POPQA = EVAL / "popqa_mini.json"
 HOTPOT = EVAL / "hotpotqa_mini_with_context.json"
 KAMEL = DATA / "kamel_mini"
+TWOWIKI = EVAL / "2wiki_mini_questions.json"
 
 
 
@@ -69,6 +71,44 @@ def test_hotpotqa_questions_context_and_corpus(tmp_path):
     bad.write_text(json.dumps([{"question": "q?", "answer": "a", "context": [["title only"]]}]))
     with pytest.raises(InputError, match="bad_with_context.json:1: row 0 context 0: expected"):
         load_questions("hotpotqa", bad)
+
+
+def test_2wiki_questions_aliases_strata_corpus_and_bad_rows(tmp_path):
+    questions = load_questions("2wiki", TWOWIKI)
+    assert len(questions) == 3
+    detroit = next(q for q in questions if "I Can'T See Myself Leaving You" in q.text)
+    assert detroit.id == "2wiki/a1d9a65c0bd911eba7f7acde48001122"
+    # The answer first, then its aliases, each once ("Detroit" is also an alias).
+    assert detroit.answers == ("Detroit", "Detroit, Michigan", "Detroiter", "Motor City")
+    assert detroit.meta["supporting"] == ["Aretha Franklin", "I Can't See Myself Leaving You"]
+    assert "passages" not in detroit.meta  # KGD reads the web's facts, not gold passages
+    # No type in the file: strata by supporting passages, taken round-robin (2 before 4).
+    assert [q.meta["stratum"] for q in load_questions("2wiki", TWOWIKI, limit=2)] == ["2 passages", "4 passages"]
+    assert twowiki_files(EVAL) == (TWOWIKI, EVAL / "2wiki_mini_corpus.json")  # the folder works too
+    assert knowledge_files("2wiki", TWOWIKI) == [EVAL / "2wiki_mini_corpus.json"]
+    docs = list(twowiki_documents(TWOWIKI))
+    assert len(docs) == 9 and docs[0].title == "Teutberga" and docs[1].source == "2wiki_mini_corpus.json#1"
+    assert {t for q in questions for t in q.meta["supporting"]} <= {d.title for d in docs}
+    # The corpus of a file named X_dev100_questions.json is X_corpus.json.
+    shared = tmp_path / "mine_dev3_questions.json"
+    shared.write_text(TWOWIKI.read_text())
+    (tmp_path / "mine_corpus.json").write_text((EVAL / "2wiki_mini_corpus.json").read_text())
+    assert twowiki_files(shared)[1] == tmp_path / "mine_corpus.json"
+    alone = tmp_path / "alone_questions.json"
+    alone.write_text(TWOWIKI.read_text())
+    assert len(load_questions("2wiki", alone)) == 3  # questions load without a corpus
+    with pytest.raises(FactweaveError, match="no 2WikiMultiHopQA corpus beside"):
+        list(twowiki_documents(alone))
+    bad = tmp_path / "bad_questions.json"
+    bad.write_text(json.dumps([{"question": "q?", "answer": "a"}, {"question": "q?", "answer": ""}]))
+    with pytest.raises(InputError, match="bad_questions.json:1: row 1: 'answer' must be a non-empty string"):
+        load_questions("2wiki", bad)
+    bad.write_text(json.dumps([{"question": "q?", "answer": "a", "answer_aliases": [3]}]))
+    with pytest.raises(InputError, match="bad_questions.json:1: row 0 answer_aliases: expected a list of strings"):
+        load_questions("2wiki", bad)
+    bad.write_text(json.dumps([{"question": "q?", "answer": "a", "supporting_facts": "Aretha"}]))
+    with pytest.raises(InputError, match="bad_questions.json:1: row 0 supporting_facts: expected a list of titles"):
+        load_questions("2wiki", bad)
 
 
 # --- compare --------------------------------------------------------------------------------------
@@ -219,3 +259,71 @@ def test_cli_hotpotqa_kgd_then_compare(tmp_path, cache_dir):
     proc = run_cli("eval", "compare", str(tmp_path / "missing.json"), cache=cache_dir)
     assert proc.returncode != 0 and "missing.json: no such run report" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# --- F1, grounded answers and follow-ups in the runner and the report ------------------------------
+
+
+class _Canned:
+    """A method answering from a table: question id -> (prediction, fact texts, extra)."""
+
+    batched = True
+
+    def __init__(self, name, answers, grounds=True):
+        self.name, self.answers, self.grounds = name, answers, grounds
+
+    def answer_batch(self, questions):
+        from agent.eval.methods import MethodAnswer
+
+        out = []
+        for q in questions:
+            prediction, facts, extra = self.answers[q.id]
+            out.append(MethodAnswer(prediction, True, f"Answer: {prediction}", [{"text": f} for f in facts], 3, 10,
+                                    extra))
+        return out
+
+
+def test_grounded_rate_f1_and_follow_up_share_on_hand_made_records():
+    from agent.eval.report import EvalReport
+    from agent.eval.run import evaluate_methods
+
+    fact = "<Ada Selden> <place of birth> <Lyon> ."
+    questions = [EvalQuestion("f1", "Where were they born?", ("Lyon",), {"stratum": "follow-up"},
+                              ({"role": "user", "content": "What is the occupation of Ada Selden?"},
+                               {"role": "assistant", "content": "Fact: <Ada Selden> <occupation> <poet> .\nAnswer: poet"})),
+                 EvalQuestion("s1", "Where was Ada Selden born?", ("Lyon",), {"stratum": "standalone"}),
+                 EvalQuestion("f2", "And where did they die?", ("Paris",), {"stratum": "follow-up"}),
+                 EvalQuestion("s2", "Where did Ada Selden die?", ("Paris",), {"stratum": "standalone"})]
+    stating = _Canned("refactx", {
+        "f1": ("Lyon", [fact], {}),                       # answered, in the fact: grounded, EM
+        "s1": ("Lyon, France", [fact], {}),               # answered, "lyon france" is in no fact; F1 2/3
+        "f2": ("I don't know.", [], {}),                  # not answered: no verdict, F1 0
+        "s2": ("Paris", ["<Ada Selden> <place of death> <Paris> ."], {})})
+    agent = _Canned("agent", {  # its own verdict wins over the facts
+        "f1": ("Lyon", [], {"supported": True}), "s1": ("Lyon", [fact], {"grounded": False, "supported": True}),
+        "f2": ("Rome", [], {"supported": False}), "s2": ("Paris", [], {"supported": True})})
+    free = _Canned("llm-only", {q.id: ("Lyon", [fact], {}) for q in questions}, grounds=False)
+    refactx, agent_result, llm = evaluate_methods([stating, agent, free], questions)
+    assert [r["grounded"] for r in refactx.rows] == [True, False, None, True]
+    assert refactx.grounded_rate == pytest.approx(2 / 3)
+    assert [r["grounded"] for r in agent_result.rows] == [True, False, False, True]
+    assert agent_result.grounded_rate == pytest.approx(2 / 4)
+    assert llm.grounded_rate is None and all(r["grounded"] is None for r in llm.rows)  # states no facts
+    assert [r["f1"] for r in refactx.rows] == [1.0, pytest.approx(2 / 3, abs=1e-4), 0.0, 1.0]
+    assert refactx.score.f1 == pytest.approx((1 + 2 / 3 + 0 + 1) / 4, abs=1e-4)
+    assert refactx.rows[0]["history"][0]["content"].endswith("Ada Selden?") and "history" not in refactx.rows[1]
+    # Follow-ups: EM 1/2 against standalone EM 1/2 (s1 "Lyon, France" is no exact match) -> share 100%.
+    follow = refactx.follow_up
+    assert follow["items"] == 2 and follow["exact"] == 0.5 and follow["standalone_exact"] == 0.5
+    assert follow["exact_share"] == 1.0
+    assert follow["f1_share"] == pytest.approx(0.5 / ((2 / 3 + 1) / 2), abs=1e-4)
+    summary = refactx.summary()
+    assert summary["grounded"] == pytest.approx(2 / 3) and summary["f1"] == refactx.score.f1
+    md = EvalReport("kamel-chat", "m", {"judge": None}, [refactx, agent_result, llm]).markdown()
+    assert md.splitlines()[0] == "### KAMEL conversations, 4 questions, m"
+    header = next(line for line in md.splitlines() if line.startswith("| method | answered"))
+    assert "| F1 | grounded |" in header
+    assert "| refactx | 3/4 | 50.0% | 66.7% | 75.0% | 100.0% | 66.7% | 66.7% |" in md
+    assert "| llm-only | 4/4 | 50.0% | 50.0% | 50.0% | 50.0% | 50.0% | - |" in md
+    assert "Follow-ups (pronoun, the first turn given)" in md and "| refactx | 2 | 50.0% | 50.0% | 100.0% |" in md
+    assert "Per stratum: mean token F1:" in md and "| follow-up | 2 | 50.0% | 50.0% | 50.0% |" in md

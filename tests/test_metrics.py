@@ -11,6 +11,7 @@ from agent.eval.metrics import (
     is_abstention,
     normalize_answer,
     score,
+    token_f1,
 )
 
 
@@ -88,7 +89,9 @@ def test_score_counts_and_rates():
         Record("Tamil", ["Tamil"], answered=False),  # truncated: not answered, not correct
     ]
     result = score(records)
-    assert result == Score(total=6, answered=3, exact_correct=1, approximate_correct=2)
+    # F1: 1 (exact) + 0.5 ("it is tamil": 1 of 3 words) + 0 (wrong); the unanswered score 0.
+    assert result == Score(total=6, answered=3, exact_correct=1, approximate_correct=2, f1_sum=1.5)
+    assert result.f1 == pytest.approx(1.5 / 6) and result.f1_answered == pytest.approx(1.5 / 3)
     assert result.exact_accuracy == pytest.approx(1 / 6)
     assert result.exact_precision == pytest.approx(1 / 3)
     assert result.approximate_accuracy == pytest.approx(2 / 6)
@@ -106,3 +109,22 @@ def test_score_accepts_plain_tuples_and_has_no_precision_without_answers():
 def test_score_of_nothing():
     result = score([])
     assert result.total == 0 and result.exact_accuracy is None and result.exact_precision is None
+
+
+def test_token_f1_on_hand_checked_cases():
+    assert token_f1("Paris", ["Paris"]) == 1.0
+    # Partial overlap: 2 shared words, precision 2/4, recall 2/2 -> F1 2/3.
+    assert token_f1("Eiffel Tower in Paris", ["Eiffel Tower"]) == pytest.approx(2 / 3)
+    # Articles and punctuation are normalized away before counting ("the", ",", ".").
+    assert token_f1("The Eiffel Tower, Paris.", ["eiffel tower paris"]) == 1.0
+    # The best gold alias counts: "Detroit" is 1/2 of "Detroit, Michigan" but all of "Detroit".
+    assert token_f1("Detroit", ["Detroit, Michigan"]) == pytest.approx(2 / 3)
+    assert token_f1("Detroit", ["Detroit, Michigan", "Detroit"]) == 1.0
+    # Repeated words count once per occurrence in both (SQuAD's multiset overlap).
+    assert token_f1("New New York", ["New York"]) == pytest.approx(2 * (2 / 3) * 1 / (2 / 3 + 1))
+    # Abstentions, empty predictions, no overlap, empty golds: 0.
+    assert token_f1("I don't know.", ["Paris"]) == 0.0
+    assert token_f1("", ["Paris"]) == 0.0
+    assert token_f1("the", ["the"]) == 0.0  # only an article: empty once normalized
+    assert token_f1("Lyon", ["Paris"]) == 0.0
+    assert token_f1("Paris", []) == 0.0 and token_f1("Paris", [""]) == 0.0

@@ -150,7 +150,7 @@ def eval_hotpotqa(**options) -> None:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--metric", "metrics", multiple=True,
               help="Metrics to tabulate (repeat; default: exact_accuracy, exact_precision, approximate_accuracy, "
-                   "set_f1, seconds); also judge_accuracy, best_of_n.")
+                   "f1, grounded, follow_up_share, set_f1, seconds); also judge_accuracy, best_of_n.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the tables to this Markdown file.")
 def eval_compare(runs, metrics, out) -> None:
@@ -183,3 +183,35 @@ def eval_musique(**options) -> None:
       factweave eval musique --limit 30 --judge-base-url http://127.0.0.1:8000/v1 --out runs/
     """
     _run("musique", **options)
+
+
+@eval_group.command("2wiki", short_help="2WikiMultiHopQA two-hop questions over their corpus.")
+@_eval_options
+def eval_2wiki(**options) -> None:
+    """2WikiMultiHopQA questions in HippoRAG's format (default:
+    ../shared/data/2wikimultihopqa/2wiki_dev100_questions.json, web of 2wiki_corpus.json beside
+    it, 6,119 passages); KB tree: every fact of the web; questions stratified by their number of
+    supporting passages (4: bridge-comparison), the file having no type.
+
+    \b
+    Example:
+      factweave eval 2wiki --limit 30 --model qwen2.5-coder-1.5b --no-judge --out runs/
+    """
+    _run("2wiki", **options)
+
+
+@eval_group.command("kamel-chat", short_help="KAMEL conversations: follow-ups and two-hop chains.")
+@_eval_options
+def eval_kamel_chat(**options) -> None:
+    """Conversations built (seeded) from a KAMEL folder (default: the bundled demo KB): follow-ups
+    asked with a pronoun after a first turn that is given (question and gold reply), each beside
+    the same question asked standalone, and two-hop questions along KB chains (a person's country
+    -> its official language, ...). --limit counts items: a follow-up item is two questions.
+    KB tree: every split of the folder; web: its dev triples (the demo web), as `eval kamel`.
+    Methods: llm-only, refactx, web-rag, agent (the ones that take a conversation).
+
+    \b
+    Example:
+      factweave eval kamel-chat --limit 30 --model qwen2.5-coder-1.5b --no-judge --out runs/
+    """
+    _run("kamel-chat", **options)

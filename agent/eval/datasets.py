@@ -6,13 +6,16 @@
 | ``popqa`` | ``popqa_500.json`` (HippoRAG-2 format) | the first N | every question's paragraphs + its gold triple |
 | ``musique`` | ``musique_train100_with_paragraphs.json`` or its folder | stratified by hops | the corpus beside it (``*_corpus.json``), else every question's paragraphs |
 | ``hotpotqa`` | ``hotpotqa_train100_with_context.json`` or its folder | stratified by type (bridge, comparison) | the corpus beside it (``*_corpus.json``), else every question's context |
+| ``2wiki`` | ``2wiki_dev100_questions.json`` (HippoRAG format) or its folder | stratified by supporting passages (2; 4: bridge-comparison) | the corpus beside it (``2wiki_corpus.json``) |
+| ``kamel-chat`` | a KAMEL folder (the bundled demo KB) | follow-ups (with their standalone twins) and two-hop chains, built seeded (``agent.eval.conversations``) | the dev split's triples, as ``kamel`` |
 
 The shared data is read where it lies (``../shared/data`` beside the checkout), never copied; a
 missing file is one line saying which and how to point at another.
 
 Question selection (:func:`sample_questions`) is stratified and seeded: questions are grouped by
 their stratum (KAMEL and PopQA: the relation; MuSiQue: the number of hops; HotpotQA: the question
-type), each group is shuffled with ``random.Random(seed)``, and the groups are taken round-robin
+type; 2WikiMultiHopQA, whose file has no type: the number of supporting passages, 4 for its
+bridge-comparison questions, 2 for the others), each group is shuffled with ``random.Random(seed)``, and the groups are taken round-robin
 in sorted order (numbers by value: P19 before P106), so ``limit=n`` spreads over as many strata as it can and the same arguments
 always give the same questions. Each question of a passage dataset carries its own passages
 (``meta["passages"]``), which knowledge-guided decoding reads.
@@ -36,13 +39,16 @@ from ..errors import FactweaveError, InputError
 from ..knowledge.facts import Fact
 from ..web.documents import Document, read_json
 
-DATASETS = ("kamel", "popqa", "musique", "hotpotqa")
+DATASETS = ("kamel", "popqa", "musique", "hotpotqa", "2wiki", "kamel-chat")
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 _DEFAULT_FILES = {
     "popqa": SHARED_DATA / "popqa" / "popqa_500.json",
     "musique": SHARED_DATA / "musique" / "musique_train100_with_paragraphs.json",
     "hotpotqa": SHARED_DATA / "hotpotqa" / "hotpotqa_train100_with_context.json",
+    "2wiki": SHARED_DATA / "2wikimultihopqa" / "2wiki_dev100_questions.json",
 }
+# KAMEL folders: the bundled demo KB by default.
+KAMEL_DATASETS = frozenset({"kamel", "kamel-chat"})
 # A passage dataset's questions file and the corpus file beside it share a stem.
 _QUESTION_SUFFIX = {"musique": "_with_paragraphs.json", "hotpotqa": "_with_context.json"}
 _CORPUS_SUFFIX = "_corpus.json"
@@ -50,12 +56,15 @@ _CORPUS_SUFFIX = "_corpus.json"
 
 @dataclass(frozen=True)
 class EvalQuestion:
-    """One question: ``answers`` holds every accepted gold answer (label and aliases)."""
+    """One question: ``answers`` holds every accepted gold answer (label and aliases);
+    ``history`` the conversation's earlier turns, oldest first (``{"role": "user" | "assistant",
+    "content": str}``), empty for a question asked alone."""
 
     id: str
     text: str
     answers: tuple[str, ...]
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    history: tuple[dict[str, str], ...] = field(default=(), hash=False)
 
 
 def data_path(dataset: str, data: str | Path | None = None) -> Path:
@@ -64,7 +73,7 @@ def data_path(dataset: str, data: str | Path | None = None) -> Path:
     if dataset not in DATASETS:
         raise FactweaveError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
     if data is None:
-        if dataset == "kamel":
+        if dataset in KAMEL_DATASETS:
             from ..knowledge.kamel import demo_kamel_root
 
             return demo_kamel_root()
@@ -82,10 +91,15 @@ def data_path(dataset: str, data: str | Path | None = None) -> Path:
 def load_questions(dataset: str, data: str | Path | None = None, *, limit: int | None = None,
                    split: str = "dev", seed: int = 0) -> list[EvalQuestion]:
     """``limit`` questions of ``dataset`` (KAMEL: of ``split``), stratified and seeded
-    (:func:`sample_questions`)."""
+    (:func:`sample_questions`); ``kamel-chat``: ``limit`` items built from the KAMEL folder
+    (:func:`agent.eval.conversations.kamel_chat_questions`; a follow-up item is two questions)."""
     path = data_path(dataset, data)
     if limit is not None and limit < 0:
         raise FactweaveError(f"limit must be 0 or more, got {limit}")
+    if dataset == "kamel-chat":
+        from .conversations import kamel_chat_questions
+
+        return kamel_chat_questions(path, limit=limit, seed=seed)
     if dataset == "kamel":
         from ..knowledge.kamel import kamel_questions
 
@@ -95,7 +109,7 @@ def load_questions(dataset: str, data: str | Path | None = None, *, limit: int |
                      for q in kamel_questions(path, split=split)]
     else:
         questions = {"popqa": popqa_questions, "musique": musique_questions,
-                     "hotpotqa": hotpotqa_questions}[dataset](path)
+                     "hotpotqa": hotpotqa_questions, "2wiki": twowiki_questions}[dataset](path)
     return sample_questions(questions, lambda q: str(q.meta.get("stratum", q.meta.get("relation", ""))),
                             limit=limit, seed=seed)
 
@@ -290,9 +304,79 @@ def hotpotqa_documents(path: str | Path) -> Iterator[Document]:
             yield Document(title, text, f"{questions.name}#{i}")
 
 
+# --- 2WikiMultiHopQA ---------------------------------------------------------------------------
+
+_TWOWIKI_SUFFIX = "_questions.json"
+
+
+def twowiki_files(path: str | Path) -> tuple[Path, Path | None]:
+    """The questions file and the corpus beside it of a 2WikiMultiHopQA file or folder in
+    HippoRAG's format: ``X_questions.json`` and ``X_corpus.json``, ``X`` shortened by its last
+    ``_part`` until one exists (``2wiki_dev100_questions.json`` -> ``2wiki_corpus.json``); the
+    corpus is None when there is none."""
+    path = Path(path)
+    if path.is_dir():
+        found = sorted(path.glob(f"*{_TWOWIKI_SUFFIX}"))
+        if len(found) != 1:
+            raise FactweaveError(f"{path}: expected one *{_TWOWIKI_SUFFIX} file in the folder, found {len(found)}")
+        path = found[0]
+    if path.name.endswith(_TWOWIKI_SUFFIX):
+        parts = path.name[: -len(_TWOWIKI_SUFFIX)].split("_")
+        for n in range(len(parts), 0, -1):
+            candidate = path.with_name("_".join(parts[:n]) + _CORPUS_SUFFIX)
+            if candidate.is_file():
+                return path, candidate
+    return path, None
+
+
+def _titles(value: Any, path: Path, where: str) -> list[str]:
+    """``supporting_facts``: titles (HippoRAG's file), or ``[title, sentence]`` pairs (the original)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(path, 1, f"{where}: expected a list of titles")
+    titles = []
+    for item in value:
+        title = item[0] if isinstance(item, list) and item else item
+        if not isinstance(title, str) or not title.strip():
+            raise InputError(path, 1, f"{where}: expected a list of titles")
+        titles.append(title.strip())
+    return list(dict.fromkeys(titles))
+
+
+def twowiki_questions(path: str | Path) -> list[EvalQuestion]:
+    """2WikiMultiHopQA rows: ``question``, ``answer``, ``answer_aliases`` and ``supporting_facts``
+    (the titles of the supporting passages). The file has no question type, so the stratum is the
+    number of supporting passages (``4 passages``: 2Wiki's bridge-comparison questions). The
+    questions carry no passages of their own (KGD reads the web's top facts)."""
+    path, _ = twowiki_files(path)
+    questions = []
+    for i, row in enumerate(_json_list(path)):
+        where = f"row {i}"
+        answers = [_text(row, "answer", path, where),
+                   *_string_list(row.get("answer_aliases"), path, f"{where} answer_aliases")]
+        titles = _titles(row.get("supporting_facts"), path, f"{where} supporting_facts")
+        questions.append(EvalQuestion(f"2wiki/{row.get('id', row.get('_id', i))}", _text(row, "question", path, where),
+                                      tuple(dict.fromkeys(a.strip() for a in answers)),
+                                      {"supporting": titles, "stratum": f"{len(titles)} passages"}))
+    return questions
+
+
+def twowiki_documents(path: str | Path) -> Iterator[Document]:
+    """The passages of the corpus beside a 2WikiMultiHopQA questions file (``{title, text}``)."""
+    questions, corpus = twowiki_files(path)
+    if corpus is None:
+        raise FactweaveError(f"no 2WikiMultiHopQA corpus beside {questions} (expected *{_CORPUS_SUFFIX} in "
+                             f"{questions.parent})")
+    for i, item in enumerate(_json_list(corpus)):
+        where = f"item {i}"
+        yield Document(_text(item, "title", corpus, where), _text(item, "text", corpus, where), f"{corpus.name}#{i}")
+
+
 def dataset_documents(dataset: str, path: str | Path) -> Iterator[Document]:
     """The passages a passage dataset's web is built from."""
-    readers = {"popqa": popqa_documents, "musique": musique_documents, "hotpotqa": hotpotqa_documents}
+    readers = {"popqa": popqa_documents, "musique": musique_documents, "hotpotqa": hotpotqa_documents,
+               "2wiki": twowiki_documents}
     if dataset not in readers:
         raise FactweaveError(f"{dataset} has no passages")
     return readers[dataset](path)
@@ -300,8 +384,11 @@ def dataset_documents(dataset: str, path: str | Path) -> Iterator[Document]:
 
 def knowledge_files(dataset: str, path: Path, split: str = "dev") -> list[Path]:
     """The files a dataset's knowledge web is built from (their bytes key the cached web)."""
-    if dataset == "kamel":
+    if dataset in KAMEL_DATASETS:
         return sorted((path / "relations").glob(f"P*/{split}.jsonl")) + [path / "property-labels.tsv"]
+    if dataset == "2wiki":
+        questions, corpus = twowiki_files(path)
+        return [corpus or questions]
     if dataset in _QUESTION_SUFFIX:
         questions, corpus = question_files(dataset, path)
         return [corpus or questions]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FactweaveError
 from .datasets import data_path, load_questions
 from .judge import AnswerJudge
-from .methods import (KAMEL_ONLY, METHODS, AgentMethod, LLMOnlyMethod, MajorityMethod, RCDMethod, ReFactXMethod,
+from .methods import (CONVERSATIONAL, KAMEL_ONLY, METHODS, AgentMethod, LLMOnlyMethod, MajorityMethod, RCDMethod, ReFactXMethod,
                       VanillaSetMethod, WebRAGMethod, default_methods, web_rag_generator)
 from .kgd import VARIANTS as KGD_VARIANTS
 from .report import EvalReport, file_stem
@@ -174,6 +174,9 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
 
     started = time.perf_counter()
     methods = tuple(methods) if methods else default_methods(dataset)
+    if dataset == "kamel-chat" and set(methods) - set(CONVERSATIONAL):
+        raise FactweaveError(f"{sorted(set(methods) - set(CONVERSATIONAL))[0]} does not take a conversation; "
+                             f"kamel-chat compares {', '.join(CONVERSATIONAL)}")
     if dataset != "kamel" and KAMEL_ONLY & set(methods):
         raise FactweaveError(f"{sorted(KAMEL_ONLY & set(methods))[0]} answers from a KAMEL relation's objects: "
                              "use it with `factweave eval kamel`")
@@ -186,6 +189,8 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
     uses_kgd = bool(KGD_VARIANTS.keys() & set(names))
     run_settings: dict[str, Any] = {
         "data": str(path), "split": split if dataset == "kamel" else None, "limit": limit,
+        "web_reachable": (sum(bool(q.meta.get("in_web")) for q in questions)
+                          if dataset == "kamel-chat" else None),
         "questions": len(questions), "methods": names,
         "model": settings.model, "device": settings.device or "cpu", "dtype": settings.dtype or "default",
         "beams": settings.beams, "max_tokens": settings.max_tokens, "batch_size": batch_size, "seed": seed,
@@ -216,7 +221,10 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
     if _NEEDS_KNOWLEDGE & set(methods) or kamel_chunks:
         from .knowledge import open_knowledge
 
-        knowledge = open_knowledge(dataset, path, settings, loaded.tokenizer, split=split,
+        # Conversations read the KAMEL knowledge as `eval kamel` does: the whole folder as the KB
+        # tree, the dev split's triples as the web (the demo web for the bundled KB).
+        knowledge = open_knowledge("kamel" if dataset == "kamel-chat" else dataset, path, settings,
+                                   loaded.tokenizer, split="dev" if dataset == "kamel-chat" else split,
                                    model_name=settings.model, progress=progress)
     try:
         built = open_methods(methods, loaded, settings, knowledge, kamel_root=path if dataset == "kamel" else None,

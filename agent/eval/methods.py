@@ -13,7 +13,15 @@
 
 Each method answers a batch of questions (``answer_batch``) and says, per question, the
 prediction, whether generation finished (not truncated), the facts it stated or was given, and
-its tokens. Adding a method is one class and one line in :data:`METHODS`.
+its tokens. Adding a method is one class and one line in :data:`METHODS`. Methods with
+``grounds = True`` state facts or are given them, and their answers are checked against them
+(the grounded-answer rate, ``agent.eval.run``).
+
+A question with a conversation history (``EvalQuestion.history``, the earlier turns): ``llm-only``
+and ``refactx`` are given the whole conversation as messages (history, then the question);
+``web-rag`` searches the web with the last question alone and lists the facts above the
+conversation; the agent gets ``history=`` (it makes the follow-up standalone itself). The KGD and
+set-answer methods read the question alone.
 
 Example::
 
@@ -70,6 +78,14 @@ class EvalMethod(Protocol):
     def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]: ...
 
 
+def conversation(question: EvalQuestion) -> str | list[dict[str, str]]:
+    """The question as a prompt: its text, or the messages of its history then the question."""
+    if not question.history:
+        return question.text
+    return [*({"role": t["role"], "content": t["content"]} for t in question.history),
+            {"role": "user", "content": question.text}]
+
+
 def _from_answers(answers: Sequence[Any], facts: Sequence[list[dict[str, Any]]] | None = None) -> list[MethodAnswer]:
     out = []
     for i, a in enumerate(answers):
@@ -88,7 +104,7 @@ class LLMOnlyMethod:
         self.generator = generator
 
     def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
-        return _from_answers(self.generator.answer_batch([q.text for q in questions], constrained=False))
+        return _from_answers(self.generator.answer_batch([conversation(q) for q in questions], constrained=False))
 
 
 class ReFactXMethod:
@@ -96,6 +112,7 @@ class ReFactXMethod:
 
     name = "refactx"
     batched = True
+    grounds = True
 
     def __init__(self, generator: FactGenerator) -> None:
         if generator.index is None:
@@ -103,7 +120,7 @@ class ReFactXMethod:
         self.generator = generator
 
     def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
-        return _from_answers(self.generator.answer_batch([q.text for q in questions], constrained=True))
+        return _from_answers(self.generator.answer_batch([conversation(q) for q in questions], constrained=True))
 
 
 class WebRAGMethod:
@@ -116,20 +133,23 @@ class WebRAGMethod:
 
     name = "web-rag"
     batched = True
+    grounds = True
 
     def __init__(self, generator: FactGenerator, web: KnowledgeWeb, k: int = 10) -> None:
         self.generator, self.web, self.k = generator, web, k
         self.facts_template = Template(read_prompt(f"{WEB_RAG_PROMPT}/facts.txt"))
 
-    def conversation(self, question: str, facts: Sequence[str]) -> list[dict[str, str]]:
-        """The messages for ``question`` with ``facts`` listed (numbered, best first)."""
+    def conversation(self, question: str | EvalQuestion, facts: Sequence[str]) -> list[dict[str, str]]:
+        """The messages for ``question`` (with its history, if any) with ``facts`` listed
+        (numbered, best first)."""
         listed = "\n".join(f"[{i}] {text}" for i, text in enumerate(facts, 1)) or "(none)"
-        return [{"role": "system", "content": self.facts_template.safe_substitute(facts=listed)},
-                {"role": "user", "content": question}]
+        turns = conversation(question) if isinstance(question, EvalQuestion) else question
+        turns = [{"role": "user", "content": turns}] if isinstance(turns, str) else turns
+        return [{"role": "system", "content": self.facts_template.safe_substitute(facts=listed)}, *turns]
 
     def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
         hits = [self.web.search(q.text, self.k).hits for q in questions]
-        prompts = [self.conversation(q.text, [h.text for h in found]) for q, found in zip(questions, hits)]
+        prompts = [self.conversation(q, [h.text for h in found]) for q, found in zip(questions, hits)]
         answers = self.generator.answer_batch(prompts, constrained=False)
         given = [[{"id": h.id, "text": h.text, "source": h.source, "score": h.score} for h in found]
                  for found in hits]
@@ -149,6 +169,7 @@ class AgentMethod:
 
     name = "agent"
     batched = False
+    grounds = True
 
     def __init__(self, agent: FactAgent) -> None:
         self.agent = agent
@@ -157,12 +178,13 @@ class AgentMethod:
         return [self._answer(q) for q in questions]
 
     def _answer(self, question: EvalQuestion) -> MethodAnswer:
-        reply = self.agent.answer(question.text)
+        reply = self.agent.answer(question.text, history=list(question.history))
         trace = reply.trace
         attempts = [s for s in trace["steps"] if s["step"] == "generate"]
         retrieved = {h["id"]: h for s in trace["steps"] if s["step"] == "retrieve" for h in s["hits"]}
         chosen = [s["selected"] for s in trace["steps"] if s["step"] == "rerank"]
         extra = {
+            **({"grounded": trace["grounded"]} if isinstance(trace.get("grounded"), bool) else {}),
             "supported": trace["supported"],
             "withheld": trace.get("withheld"),
             "attempts": [{"tree": a["tree"], "answer": a["answer"], "facts": len(a["facts"]),
@@ -275,7 +297,14 @@ KAMEL_ONLY = frozenset({"rcd", "rcd-static", "vd", "majority"})
 OPT_IN = frozenset({"kgd-nli", "kgd-guide", "chunks-greedy", "chunks-beam", "greedy", "beam"})
 
 
+# The methods that take a conversation's history (the others would read the follow-up alone).
+CONVERSATIONAL = ("llm-only", "refactx", "web-rag", "agent")
+
+
 def default_methods(dataset: str) -> tuple[str, ...]:
     """The methods run when none is named: every one that applies to ``dataset`` except KGD's
-    ablations and baselines (:data:`OPT_IN`), in :data:`METHODS` order."""
+    ablations and baselines (:data:`OPT_IN`), in :data:`METHODS` order; for conversations
+    (``kamel-chat``) the ones that take a history (:data:`CONVERSATIONAL`)."""
+    if dataset == "kamel-chat":
+        return CONVERSATIONAL
     return tuple(m for m in METHODS if m not in OPT_IN and (dataset == "kamel" or m not in KAMEL_ONLY))

@@ -9,6 +9,9 @@ Definitions (ReFactX, Pozzi et al. 2025):
 
 Both are reported for two matchers: :func:`exact_match` (normalized equality with any gold) and
 :func:`approximate_match` (whole-word containment either way, as in the FCKW re-ranker paper),
+beside the token-level F1 of SQuAD and the multi-hop benchmarks (:func:`token_f1`: the best F1 of
+the normalized prediction's words against any gold's, 0 for an unanswered question), averaged
+over all questions (``f1``) and over the answered ones (``f1_answered``),
 and, when records carry one, for an LLM judge's verdict (``Record.judged``; see
 ``agent.eval.judge``): only answered questions are judged, so the judge's precision has the same
 denominator as the others'.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -97,6 +101,26 @@ def approximate_match(prediction: str, golds: Iterable[str]) -> bool:
     return False
 
 
+def token_f1(prediction: str, golds: Iterable[str]) -> float:
+    """Token-level F1 (SQuAD): the words of the normalized prediction against those of each
+    normalized gold, counted with repeats; the best over the golds. An abstention, an empty
+    prediction or an empty gold scores 0.
+
+    ``token_f1("the Eiffel Tower in Paris", ["Eiffel Tower"])`` is 2 * (2/4 * 2/2) / (2/4 + 2/2) = 0.667.
+    """
+    if not counts_as_answered(prediction):
+        return 0.0
+    predicted = normalize_answer(prediction).split()
+    best = 0.0
+    for gold in golds:
+        expected = normalize_answer(gold).split()
+        same = sum((Counter(predicted) & Counter(expected)).values())
+        if same:
+            precision, recall = same / len(predicted), same / len(expected)
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
+
+
 class Record(NamedTuple):
     """One question's outcome; ``answered`` is False when the caller saw the answer truncated;
     ``judged`` is an LLM judge's verdict (None: not judged, or no usable verdict)."""
@@ -116,6 +140,7 @@ class Score:
     exact_correct: int
     approximate_correct: int
     judge_correct: int | None = None  # None: no record carried a verdict
+    f1_sum: float = 0.0  # token F1 summed over the answered questions (the others score 0)
 
     @staticmethod
     def _rate(count: int, over: int) -> float | None:
@@ -138,6 +163,16 @@ class Score:
         return self._rate(self.approximate_correct, self.answered)
 
     @property
+    def f1(self) -> float | None:
+        """Mean token F1 over all questions (unanswered ones score 0)."""
+        return self.f1_sum / self.total if self.total else None
+
+    @property
+    def f1_answered(self) -> float | None:
+        """Mean token F1 over the answered questions."""
+        return self.f1_sum / self.answered if self.answered else None
+
+    @property
     def judge_accuracy(self) -> float | None:
         return None if self.judge_correct is None else self._rate(self.judge_correct, self.total)
 
@@ -156,6 +191,8 @@ class Score:
             "exact_precision": self.exact_precision,
             "approximate_accuracy": self.approximate_accuracy,
             "approximate_precision": self.approximate_precision,
+            "f1": self.f1,
+            "f1_answered": self.f1_answered,
         }
         if self.judge_correct is not None:
             out.update(judge_correct=self.judge_correct, judge_accuracy=self.judge_accuracy,
@@ -176,6 +213,7 @@ def score(records: Iterable[Record | tuple]) -> Score:
     one is not correct.
     """
     total = answered = exact = approximate = judge = 0
+    f1_sum = 0.0
     judged_any = False
     for record in records:
         prediction, golds, was_answered, judged = Record(*record)
@@ -186,9 +224,10 @@ def score(records: Iterable[Record | tuple]) -> Score:
         answered += 1
         exact += exact_match(prediction, golds)
         approximate += approximate_match(prediction, golds)
+        f1_sum += token_f1(prediction, golds)
         judge += judged is True
     return Score(total=total, answered=answered, exact_correct=exact, approximate_correct=approximate,
-                 judge_correct=judge if judged_any else None)
+                 judge_correct=judge if judged_any else None, f1_sum=f1_sum)
 
 
 # --- set answers (retrieval-constrained decoding) ----------------------------------------------

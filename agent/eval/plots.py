@@ -25,6 +25,16 @@ if TYPE_CHECKING:
     from .run import MethodResult
 
 
+def stratum_f1(result: MethodResult) -> dict[str, float]:
+    """Per stratum: the mean token F1 of the method's answers (rows saved before F1 was scored
+    count as 0)."""
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for row in result.rows:
+        groups[str(row.get("stratum") or "all")].append(row)
+    return {name: sum(r.get("f1", 0.0) for r in rows) / len(rows)
+            for name, rows in sorted(groups.items(), key=lambda item: natural_key(item[0]))}
+
+
 def stratum_scores(result: MethodResult) -> dict[str, float]:
     """Per stratum: the macro F1 of a set-answer method's questions there, else the share of
     exact matches (questions without a stratum are grouped under ``all``)."""

@@ -5,10 +5,13 @@
 answered, matched and judged correct, the facts it stated or was given, tokens and seconds).
 ``<out>/<dataset>-<model>.md`` holds the table::
 
-    | method | answered | EM acc | EM prec | approx acc | approx prec | judge acc | judge prec | s/question | tokens/question |
+    | method | answered | EM acc | EM prec | approx acc | approx prec | F1 | grounded | judge acc | judge prec | s/question | tokens/question |
 
-then, where they apply, the set answers' macro P/R/F1 over relations, best-of-n accuracy, the
-scores per stratum (relation or question type), and the figures of ``agent.eval.plots``
+(F1: mean token F1 over all questions; grounded: share of the answered questions whose answer is
+in the facts the method stated or was given, ``-`` for methods without facts), then, where they
+apply, the set answers' macro P/R/F1 over relations, best-of-n accuracy, follow-ups against the
+same questions asked standalone (KAMEL conversations), the scores per stratum (relation or
+question type: EM and F1), and the figures of ``agent.eval.plots``
 (``<stem>-strata.png``, ``<stem>-accuracy-precision.png``, ``<stem>-latency.png``).
 
 Both files are written aside and renamed into place, so a reader never sees half a report.
@@ -31,12 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from .datasets import natural_key
-from .plots import stratum_scores, write_plots
+from .plots import stratum_f1, stratum_scores, write_plots
 from .run import MethodResult
 
-COLUMNS = ("method", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "judge acc", "judge prec",
-           "s/question", "tokens/question")
-DATASET_TITLES = {"kamel": "KAMEL", "popqa": "PopQA", "musique": "MuSiQue", "hotpotqa": "HotpotQA"}
+COLUMNS = ("method", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "F1", "grounded", "judge acc",
+           "judge prec", "s/question", "tokens/question")
+DATASET_TITLES = {"kamel": "KAMEL", "popqa": "PopQA", "musique": "MuSiQue", "hotpotqa": "HotpotQA",
+                  "2wiki": "2WikiMultiHopQA", "kamel-chat": "KAMEL conversations"}
 
 
 def percent(value: float | None) -> str:
@@ -50,8 +54,8 @@ def table_rows(results: list[MethodResult]) -> list[list[str]]:
     for r in results:
         s = r.score
         rows.append([r.method, f"{s.answered}/{s.total}", percent(s.exact_accuracy), percent(s.exact_precision),
-                     percent(s.approximate_accuracy), percent(s.approximate_precision),
-                     percent(s.judge_accuracy), percent(s.judge_precision), f"{r.seconds_per_question:.2f}",
+                     percent(s.approximate_accuracy), percent(s.approximate_precision), percent(s.f1),
+                     percent(r.grounded_rate), percent(s.judge_accuracy), percent(s.judge_precision), f"{r.seconds_per_question:.2f}",
                      f"{r.tokens['generated'] / max(1, len(r.rows)):.1f}"])
     return rows
 
@@ -114,10 +118,22 @@ class EvalReport:
             lines += markdown_table(("method", "n", "EM acc", "approx acc"),
                                     [[m, str(b["n"]), percent(b["exact_accuracy"]),
                                       percent(b["approximate_accuracy"])] for m, b in sampled])
+        follow = [(r.method, r.follow_up) for r in self.results if r.follow_up is not None]
+        if follow:
+            lines += ["", "Follow-ups (pronoun, the first turn given) against the same questions asked standalone "
+                      "(the name in the question); share = follow-up / standalone:", ""]
+            lines += markdown_table(("method", "items", "EM follow-up", "EM standalone", "EM share", "F1 follow-up",
+                                     "F1 standalone", "F1 share"),
+                                    [[m, str(f["items"]), percent(f["exact"]), percent(f["standalone_exact"]),
+                                      percent(f["exact_share"]), percent(f["f1"]), percent(f["standalone_f1"]),
+                                      percent(f["f1_share"])] for m, f in follow])
         lines += self._strata_lines()
         judge = self.settings.get("judge") or {}
         lines += ["", "Accuracy over all questions, precision over the answered ones (abstentions and truncated "
                   "answers excluded); EM: normalized exact match; approx: whole-word containment either way; "
+                  "F1: token F1 (SQuAD normalization, best gold alias; unanswered: 0), mean over all questions; "
+                  "grounded: share of answered questions whose answer is in the facts the method stated (web-rag: "
+                  "was given; agent: its own verdict); "
                   f"judge: {judge.get('model', 'none')} ({judge.get('kind', 'no judge')}). "
                   f"Wall time {self.wall_seconds:.0f} s.", ""]
         if self.figures:
@@ -131,9 +147,16 @@ class EvalReport:
             return []
         counts = Counter(str(row.get("stratum") or "all") for row in self.results[0].rows)
         lines = ["", "Per stratum (relation or question type): macro F1 for set answers, else EM accuracy:", ""]
-        return lines + markdown_table(("stratum", "questions", *scores),
-                                      [[s, str(counts[s]), *(percent(per.get(s)) for per in scores.values())]
-                                       for s in strata])
+        lines += markdown_table(("stratum", "questions", *scores),
+                                [[s, str(counts[s]), *(percent(per.get(s)) for per in scores.values())]
+                                 for s in strata])
+        f1 = {r.method: stratum_f1(r) for r in self.results if not all("set" in row for row in r.rows)}
+        if f1:
+            lines += ["", "Per stratum: mean token F1:", ""]
+            lines += markdown_table(("stratum", "questions", *f1),
+                                    [[s, str(counts[s]), *(percent(per.get(s)) for per in f1.values())]
+                                     for s in strata])
+        return lines
 
     def paths(self, out_dir: Path) -> tuple[Path, Path]:
         """Where :meth:`write` puts the JSON and the Markdown."""

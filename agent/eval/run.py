@@ -5,6 +5,11 @@ prediction goes to the judge (when there is one). A question is *answered* when 
 finished with an ``Answer:`` line that is not an abstention (``agent.eval.metrics``); only those
 are judged. Seconds are the method's own (the judge's time is counted apart).
 
+An answered question of a method that states facts or is given them (``grounds = True``:
+ReFactX, web-RAG, the agent) is *grounded* when its answer rests on those facts: the agent's own
+verdict when its trace has one (``grounded``, else ``supported``), else
+:func:`agent.pipeline.grounding.ground` over the facts stated (web-RAG: the facts it was given).
+
 Example::
 
     results = evaluate_methods([LLMOnlyMethod(gen), ReFactXMethod(gen)], questions,
@@ -24,7 +29,7 @@ from .datasets import EvalQuestion
 from .judge import AnswerJudge
 from .methods import EvalMethod, MethodAnswer
 from .metrics import (Record, Score, SetScore, approximate_match, counts_as_answered, exact_match, macro_set_scores,
-                      score, set_score)
+                      score, set_score, token_f1)
 
 
 @dataclass
@@ -45,6 +50,33 @@ class MethodResult:
     def tokens(self) -> dict[str, int]:
         return {"generated": sum(r["tokens"] for r in self.rows),
                 "prompt": sum(r["prompt_tokens"] for r in self.rows)}
+
+    @property
+    def grounded_rate(self) -> float | None:
+        """Share of the answered questions whose answer is grounded in the method's facts; None
+        for methods that state no facts, or when nothing was answered."""
+        verdicts = [r["grounded"] for r in self.rows if r["answered"] and r.get("grounded") is not None]
+        return sum(verdicts) / len(verdicts) if verdicts else None
+
+    @property
+    def follow_up(self) -> dict[str, Any] | None:
+        """Conversations only: EM and F1 over the ``follow-up`` questions and over the same
+        questions asked ``standalone``, and each as a share of the standalone score (None when
+        the standalone score is 0); None without both strata."""
+        follow = [r for r in self.rows if r.get("stratum") == "follow-up"]
+        alone = [r for r in self.rows if r.get("stratum") == "standalone"]
+        if not follow or not alone:
+            return None
+
+        def mean(rows: list[dict[str, Any]], key: str) -> float:
+            return sum(float(r.get(key) or 0) for r in rows) / len(rows)
+
+        out: dict[str, Any] = {"items": len(follow)}
+        for key, name in (("exact", "exact"), ("f1", "f1")):
+            asked, standalone = mean(follow, key), mean(alone, key)
+            out.update({name: asked, f"standalone_{name}": standalone,
+                        f"{name}_share": asked / standalone if standalone else None})
+        return out
 
     @property
     def judge_unusable(self) -> int:
@@ -83,10 +115,13 @@ class MethodResult:
     def summary(self) -> dict[str, Any]:
         """Score, time and tokens, without the rows (for reports)."""
         out: dict[str, Any] = dict(self.score.as_dict())
+        out["grounded"] = self.grounded_rate
         if self.set_scores is not None:
             out["set_macro"] = self.set_scores
         if self.best_of_n is not None:
             out["best_of_n"] = self.best_of_n
+        if self.follow_up is not None:
+            out["follow_up"] = self.follow_up
         # The median resists a batch slowed by something else on the machine; the mean is the cost.
         median = statistics.median(r["seconds"] for r in self.rows) if self.rows else 0.0
         out.update(seconds=round(self.seconds, 2), seconds_per_question=round(self.seconds_per_question, 3),
@@ -110,13 +145,28 @@ def _record(row: dict[str, Any], judged: bool) -> Record:
     return Record(row["prediction"], tuple(row["gold"]), not row["truncated"], bool(verdict) if judged else None)
 
 
-def _row(question: EvalQuestion, answer: MethodAnswer, seconds: float) -> dict[str, Any]:
+def _grounded(question: EvalQuestion, answer: MethodAnswer) -> bool:
+    for key in ("grounded", "supported"):  # the agent's own verdict
+        if isinstance(answer.extra.get(key), bool):
+            return answer.extra[key]
+    from ..pipeline.grounding import ground
+
+    return ground(question.text, answer.prediction, [str(f.get("text", "")) for f in answer.facts]).grounded
+
+
+def _row(question: EvalQuestion, answer: MethodAnswer, seconds: float, grounds: bool = False) -> dict[str, Any]:
     answered = counts_as_answered(answer.prediction, answer.finished)
     row = {"id": question.id, "question": question.text, "gold": list(question.answers),
            **answer.as_dict(), "answered": answered,
            "exact": answered and exact_match(answer.prediction, question.answers),
            "approximate": answered and approximate_match(answer.prediction, question.answers),
+           "f1": round(token_f1(answer.prediction, question.answers), 4) if answered else 0.0,
+           "grounded": _grounded(question, answer) if grounds and answered else None,
            "seconds": round(seconds, 3)}
+    if question.history:
+        row["history"] = [dict(turn) for turn in question.history]
+    if "in_web" in question.meta:
+        row["in_web"] = question.meta["in_web"]
     if question.meta.get("stratum") or question.meta.get("relation"):
         row["stratum"] = str(question.meta.get("stratum") or question.meta.get("relation"))
     if "answers" in answer.extra and question.meta.get("objects"):
@@ -160,7 +210,7 @@ def evaluate_methods(methods: Sequence[EvalMethod], questions: Sequence[EvalQues
             answers = method.answer_batch(batch)
             elapsed = time.perf_counter() - t
             for question, answer in zip(batch, answers):
-                row = _row(question, answer, elapsed / len(batch))
+                row = _row(question, answer, elapsed / len(batch), getattr(method, "grounds", False))
                 if judge is not None and row["answered"]:
                     t = time.perf_counter()
                     judged = judge.judge(question.text, question.answers, answer.prediction)

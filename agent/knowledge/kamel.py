@@ -229,6 +229,14 @@ def kamel_questions(
     return interleaved if limit is None else interleaved[:limit]
 
 
+def relation_rows(root: str | Path, relation: str,
+                  split: str) -> Iterator[tuple[int, str, tuple[tuple[str, ...], ...]]]:
+    """The rows of one relation's split: ``(line, subject, objects)``, each object its label
+    then its aliases."""
+    for row in _rows(_split_file(Path(root), relation, split)):
+        yield row.line, row.subject, row.objects
+
+
 def relation_objects(root: str | Path, splits: Iterable[str] = DEFAULT_SPLITS,
                      relations: Iterable[str] | None = None) -> dict[str, list[str]]:
     """Every object label of each relation in ``splits``, most frequent first (ties: first seen):
