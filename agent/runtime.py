@@ -133,7 +133,7 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
         chat = open_chat(settings, loaded) if tree != "kb" and (settings.rerank or settings.max_rounds) else None
         reranker = Reranker(chat) if settings.rerank and chat is not None else None
         agent = FactAgent(generator, web, reranker, tree=tree, k=settings.k,
-                          max_rounds=settings.max_rounds, max_subqueries=settings.max_subqueries, chat=chat)
+                          chat=chat, **settings.agent_options())
     except BaseException:
         if web is not None:
             web.close()

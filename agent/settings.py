@@ -104,6 +104,16 @@ class Settings(BaseSettings):
     max_rounds: int = Field(1, ge=0, le=5, description="Sub-query rounds when the facts found do not suffice "
                                                        "(FACTWEAVE_MAX_ROUNDS).")
     max_subqueries: int = Field(2, ge=0, le=10, description="Sub-queries per round (FACTWEAVE_MAX_SUBQUERIES).")
+    rewrite: Literal["auto", "chat", "rules"] = Field(
+        "auto", description="How a follow-up is made standalone: auto (the chat model when it is an "
+                            "OpenAI-compatible endpoint, else rules), chat or rules (FACTWEAVE_REWRITE).")
+    max_hops: int = Field(3, ge=0, le=10, description="Bridge entities searched while generating, per attempt "
+                                                     "(multi-hop chaining; 0: none) (FACTWEAVE_MAX_HOPS).")
+
+    def agent_options(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`~agent.pipeline.FactAgent` these settings fix."""
+        return {"max_rounds": self.max_rounds, "max_subqueries": self.max_subqueries, "rewrite": self.rewrite,
+                "max_hops": self.max_hops}
 
     # the server
     host: str = Field("127.0.0.1", description="Address `factweave serve` binds (FACTWEAVE_HOST).")

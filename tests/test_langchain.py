@@ -96,7 +96,8 @@ def test_chat_model_answers_a_conversation_with_every_turn_in_its_prompt(chat_mo
                                     {"role": "assistant", "content": first.content},
                                     {"role": "user", "content": FOLLOW_UP[1]}])
     assert FOLLOW_UP[0] in prompt and first.content in prompt and prompt.rfind(FOLLOW_UP[1]) > prompt.rfind(first.content)
-    second = chat_model.invoke(messages)
+    whole = chat_model.model_copy(update={"standalone_follow_ups": False})
+    second = whole.invoke(messages)
     # The whole conversation was the prompt: more tokens than the follow-up alone, the same count
     # as the rendered conversation.
     alone = demo_generator.render(FOLLOW_UP[1])
@@ -104,17 +105,19 @@ def test_chat_model_answers_a_conversation_with_every_turn_in_its_prompt(chat_mo
     assert second.usage_metadata["input_tokens"] == tokens
     assert tokens > len(demo_generator.tokenizer(alone, add_special_tokens=False)["input_ids"])
     assert _assert_kb_spans(second, demo_generator.index) >= 0
-    streamed = functools.reduce(operator.add, chat_model.stream(messages))
+    streamed = functools.reduce(operator.add, whole.stream(messages))
     assert streamed.content == second.content
+    # By default the follow-up is asked standalone, on its own.
+    default = chat_model.invoke(messages)
+    standalone = demo_generator.render("What instrument did Buck Owens play?")
+    assert default.usage_metadata["input_tokens"] == len(demo_generator.tokenizer(standalone, add_special_tokens=False)["input_ids"])
+    assert functools.reduce(operator.add, chat_model.stream(messages)).content == default.content
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ChatFactweave is the constrained model alone, with no rewriting step: SmolLM2 does not resolve "
-    "'he' from the earlier turns in its prompt. Enable only if the follow-up rewriting on main also "
-    "reaches FactGenerator"))
 def test_chat_model_answers_the_follow_up_from_the_first_turn(chat_model, demo_generator):
     first = chat_model.invoke(FOLLOW_UP[0])
     second = chat_model.invoke([HumanMessage(FOLLOW_UP[0]), AIMessage(first.content), HumanMessage(FOLLOW_UP[1])])
+    assert second.response_metadata["standalone"] == "What instrument did Buck Owens play?"
     assert "guitar" in second.response_metadata["answer"].lower()
     assert any("Buck Owens" in f["text"] and "guitar" in f["text"] for f in second.response_metadata["facts"])
 

@@ -370,7 +370,6 @@ def test_earlier_turns_of_messages_reach_the_agent_bounded(sdk, agent_calls):
         assert rewrite["question"] == FOLLOW_UP[1]
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_REWRITING)
 def test_a_follow_up_through_the_sdk_is_answered_from_the_first_turn(sdk):
     first = sdk.chat.completions.create(model="factweave", messages=ask(FOLLOW_UP[0]))
     messages = [*ask(FOLLOW_UP[0]), {"role": "assistant", "content": first.choices[0].message.content},

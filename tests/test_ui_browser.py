@@ -224,7 +224,6 @@ def test_a_session_sends_its_conversation_to_the_agent_and_new_conversation_star
     page.close()
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_REWRITING)
 def test_a_follow_up_in_the_ui_is_answered_from_the_first_turn_with_its_fact_highlighted(browser, ui_url, ui_runtime,
                                                                                         tmp_path):
     page = browser.new_page(viewport={"width": 1440, "height": 900})

@@ -148,8 +148,7 @@ class UIRuntime:
         from agent.pipeline import FactAgent
 
         return FactAgent(self.generator, self.web, self.reranker if options.rerank else None, tree=options.tree,
-                         k=options.k, max_rounds=self.settings.max_rounds,
-                         max_subqueries=self.settings.max_subqueries, chat=self.chat)
+                         k=options.k, chat=self.chat, **self.settings.agent_options())
 
     def stream(self, question: str, options: AskOptions, stop: threading.Event | None = None, *,
                history: list[dict[str, str]] | None = None) -> Iterator[dict[str, Any]]:

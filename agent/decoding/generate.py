@@ -83,15 +83,15 @@ class _AnswerLineDone(StoppingCriteria):
     """Stops a row once an ``Answer:`` line is complete (newline after it): models without a
     chat end token would otherwise go on inventing the next question."""
 
-    def __init__(self, tokenizer: Any, vocab: TokenVocab, prompt_len: int) -> None:
-        self.tokenizer, self.vocab, self.prompt_len = tokenizer, vocab, prompt_len
+    def __init__(self, tokenizer: Any, vocab: TokenVocab, prompt_len: int, prefix: str = "") -> None:
+        self.tokenizer, self.vocab, self.prompt_len, self.prefix = tokenizer, vocab, prompt_len, prefix
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
         done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         for row in range(input_ids.shape[0]):
             last = int(input_ids[row, -1])
             if last < len(self.vocab.pieces) and "\n" in self.vocab.pieces[last]:
-                text = self.tokenizer.decode(input_ids[row, self.prompt_len :], skip_special_tokens=True)
+                text = self.prefix + self.tokenizer.decode(input_ids[row, self.prompt_len :], skip_special_tokens=True)
                 done[row] = any(m.group(1).strip() for m in _ANSWER.finditer(text.rsplit("\n", 1)[0]))
         return done
 
@@ -134,6 +134,7 @@ class _Run:
     kwargs: dict[str, Any]
     started: float
     prepared: float
+    reply_prefix: str = ""
 
     @property
     def prompt_len(self) -> int:
@@ -174,7 +175,8 @@ class FactGenerator:
 
     def answer_batch(self, questions: Sequence[Prompt], *, constrained: bool = True, beams: int | None = None,
                      max_new_tokens: int | None = None, index: Any | None = None,
-                     on_fact: OnFact | None = None) -> list[Answer]:
+                     on_fact: OnFact | None = None, reply_prefix: str = "",
+                     cancel: threading.Event | None = None) -> list[Answer]:
         """Answer ``questions`` in one batched ``generate`` call.
 
         ``index`` replaces the generator's own index for this call only (e.g. a small tree over
@@ -184,8 +186,13 @@ class FactGenerator:
         ``index`` it may grow the tree, and the facts it adds can be stated from the next
         ``Fact:`` line on, in this same generation (multi-hop chaining). Beam search reports
         facts of beams that are dropped later too.
+
+        ``reply_prefix`` is text the reply already starts with (e.g. the facts stated so far and
+        ``Answer:``): the model continues it; ``Answer.text`` holds only what it wrote, and
+        ``Answer.answer`` is read from the prefix and the text together. ``cancel``: when it is
+        set (e.g. by ``on_fact``), generation ends after the current token.
         """
-        run = self._prepare(questions, constrained, beams, max_new_tokens, index, on_fact)
+        run = self._prepare(questions, constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel)
         with torch.inference_mode():
             out = self.model.generate(**run.inputs, **run.kwargs)
         generated = time.perf_counter()
@@ -193,7 +200,8 @@ class FactGenerator:
 
     def stream(self, question: Prompt, *, constrained: bool = True, beams: int | None = None,
                max_new_tokens: int | None = None, index: Any | None = None,
-               on_fact: OnFact | None = None) -> Iterator[GenerationEvent]:
+               on_fact: OnFact | None = None, reply_prefix: str = "",
+               cancel: threading.Event | None = None) -> Iterator[GenerationEvent]:
         """Answer ``question`` as a stream of :class:`GenerationEvent`: text as it is generated,
         each constrained fact as soon as it is complete, then the :class:`Answer` (the same one
         :meth:`answer` gives).
@@ -209,10 +217,11 @@ class FactGenerator:
                 if event.kind == "token":
                     print(event.text, end="", flush=True)
         """
-        run = self._prepare([question], constrained, beams, max_new_tokens, index, on_fact)
+        run = self._prepare([question], constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel)
         if run.kwargs["num_beams"] > 1:
             answer = self.answer_batch([question], constrained=constrained, beams=beams,
-                                       max_new_tokens=max_new_tokens, index=index, on_fact=on_fact)[0]
+                                       max_new_tokens=max_new_tokens, index=index, on_fact=on_fact,
+                                       reply_prefix=reply_prefix, cancel=cancel)[0]
             yield GenerationEvent("token", answer.text)
             for span in answer.facts:
                 yield GenerationEvent("fact", fact=span)
@@ -265,13 +274,14 @@ class FactGenerator:
             worker.join()
 
     def _prepare(self, questions: Sequence[Prompt], constrained: bool, beams: int | None,
-                 max_new_tokens: int | None, index: Any | None, on_fact: OnFact | None = None) -> _Run:
+                 max_new_tokens: int | None, index: Any | None, on_fact: OnFact | None = None,
+                 reply_prefix: str = "", cancel: threading.Event | None = None) -> _Run:
         tracker = self.tracker if index is None else FactTracker(self._checked(index), self.vocab)
         if constrained and tracker is None:
             raise ValueError("constrained generation needs a fact index")
         beams = beams or self.beams
         started = time.perf_counter()
-        prompts = [self.render(q) for q in questions]
+        prompts = [self.render(q) + reply_prefix for q in questions]
         with self._tok_lock:
             enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         device = getattr(self.model, "device", torch.device("cpu"))
@@ -279,12 +289,15 @@ class FactGenerator:
         processors = LogitsProcessorList()
         if constrained:
             processors.append(FactConstrainedLogitsProcessor(tracker, prompts, num_beams=beams, on_fact=on_fact))
-        stop = StoppingCriteriaList([_AnswerLineDone(self.tokenizer, self.vocab, inputs["input_ids"].shape[1])])
+        stop = StoppingCriteriaList([_AnswerLineDone(self.tokenizer, self.vocab, inputs["input_ids"].shape[1],
+                                                     reply_prefix)])
+        if cancel is not None:
+            stop.append(_Cancelled(cancel))
         kwargs = {"do_sample": False, "num_beams": beams, "max_new_tokens": max_new_tokens or self.max_new_tokens,
                   "logits_processor": processors, "stopping_criteria": stop,
                   "pad_token_id": self.tokenizer.pad_token_id, "eos_token_id": self.tokenizer.eos_token_id}
         return _Run(list(questions), prompts, inputs, tracker if constrained else None, kwargs, started,
-                    time.perf_counter())
+                    time.perf_counter(), reply_prefix)
 
     def _finish(self, run: _Run, rows: list[list[int]], generated: float) -> list[Answer]:
         """Answers from the generated token ids of each row (padding and end tokens removed)."""
@@ -300,7 +313,7 @@ class FactGenerator:
                 text, spans = locate_spans(self.tokenizer, run.tracker.index, row, state.spans)
             else:
                 text, spans = decode_tokens(self.tokenizer, row), []
-            final, truncated = parse_answer(text)
+            final, truncated = parse_answer(run.reply_prefix + text)
             prompt_tokens = int(mask[i].sum()) if mask is not None else run.prompt_len
             answers.append(Answer(q, final, text, spans, truncated, run.tracker is not None, tokens=len(row),
                                   prompt_tokens=prompt_tokens))

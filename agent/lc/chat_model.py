@@ -64,6 +64,12 @@ class ChatFactweave(BaseChatModel):
     max_new_tokens: int | None = Field(default=None, ge=1)
     model_name: str | None = None
     """Shown in ``response_metadata`` (default: the model config's ``name_or_path``)."""
+    standalone_follow_ups: bool = True
+    """When earlier turns exist, ask the last user message as a standalone question made by the
+    agent's rules (:func:`agent.pipeline.conversation.rewrite_by_rules`): "What instrument did he
+    play?" is asked as "What instrument did Buck Owens play?", without the earlier turns (they
+    were read by the rewrite). ``response_metadata["standalone"]`` says what was asked. False:
+    the whole conversation is the prompt."""
 
     @property
     def _llm_type(self) -> str:
@@ -87,14 +93,17 @@ class ChatFactweave(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
-        answer = self.generator.answer(_conversation(messages), **self._options(stop, kwargs))
+        turns = self._turns(messages)
+        answer = self.generator.answer(turns, **self._options(stop, kwargs))
         message = AIMessage(content=answer.text, usage_metadata=_usage(answer),
-                            response_metadata={**self._metadata(answer), "facts": [f.as_dict() for f in answer.facts]})
+                            response_metadata={**self._metadata(answer), "standalone": turns[-1]["content"],
+                                               "facts": [f.as_dict() for f in answer.facts]})
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        for event in self.generator.stream(_conversation(messages), **self._options(stop, kwargs)):
+        turns = self._turns(messages)
+        for event in self.generator.stream(turns, **self._options(stop, kwargs)):
             if event.kind == "token":
                 message = AIMessageChunk(content=event.text)
             elif event.kind == "fact":
@@ -102,11 +111,26 @@ class ChatFactweave(BaseChatModel):
             else:
                 # The facts were sent as they completed; an empty list merges into them unchanged.
                 message = AIMessageChunk(content="", usage_metadata=_usage(event.answer), chunk_position="last",
-                                         response_metadata={**self._metadata(event.answer), "facts": []})
+                                         response_metadata={**self._metadata(event.answer), "facts": [],
+                                                            "standalone": turns[-1]["content"]})
             chunk = ChatGenerationChunk(message=message)
             if run_manager is not None:
                 run_manager.on_llm_new_token(message.content, chunk=chunk)
             yield chunk
+
+    def _turns(self, messages: list[BaseMessage]) -> list[dict[str, str]]:
+        turns = _conversation(messages)
+        if self.standalone_follow_ups and turns and turns[-1]["role"] == "user":
+            from ..pipeline.conversation import rewrite_by_rules
+
+            history = [t for t in turns[:-1] if t["role"] in ("user", "assistant")]
+            if history:
+                # The earlier turns were read by the rewrite; the model gets the standalone question
+                # alone (system messages kept): SmolLM2 given the earlier turns copied the earlier
+                # reply's "Answer: I don't know." after the very fact that answered it.
+                standalone = rewrite_by_rules(turns[-1]["content"], history).standalone
+                return [*(t for t in turns if t["role"] == "system"), {"role": "user", "content": standalone}]
+        return turns
 
     def _options(self, stop: list[str] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
         if stop:

@@ -41,10 +41,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
-from ..index import FactIndex
-from ..knowledge.facts import Fact
 from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
-from .grounding import DONT_KNOW, clean_answer, ground, knows
+from .chaining import ChainGuard, ChainingTree
+from .grounding import DONT_KNOW, clean_answer, connected_prefix, ground, knows
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
@@ -58,6 +57,8 @@ TREE_MODES = ("kb", "question", "both")
 # chat model when it is an OpenAI-compatible endpoint (the small local models rewrite worse than
 # the rules), else by rules.
 REWRITE_MODES = ("auto", "chat", "rules")
+# A re-answer writes one short line after "Answer:".
+_ANSWER_LINE_TOKENS = 24
 
 
 @dataclass
@@ -118,6 +119,7 @@ class FactAgent:
     def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None,
                  reranker: Reranker | None = None, *, tree: str = "both", k: int = 10, max_rounds: int = 1,
                  max_subqueries: int = 2, chat: ChatClient | None = None, rewrite: str = "auto",
+                 max_hops: int = 3, hop_k: int = 5, max_tree_facts: int = 60,
                  max_history_turns: int = MAX_TURNS, max_history_chars: int = MAX_CHARS) -> None:
         if tree not in TREE_MODES:
             raise ValueError(f"tree must be one of {', '.join(TREE_MODES)}, not {tree!r}")
@@ -134,6 +136,7 @@ class FactAgent:
         self.max_rounds, self.max_subqueries = max_rounds, max_subqueries
         self.chat = chat if chat is not None else getattr(reranker, "client", None)
         self.rewrite = rewrite
+        self.max_hops, self.hop_k, self.max_tree_facts = max_hops, hop_k, max_tree_facts
         self.max_history_turns, self.max_history_chars = max_history_turns, max_history_chars
         self.graph = self._build_graph()
         self._closers: list[Callable[[], None]] = []
@@ -275,12 +278,11 @@ class FactAgent:
         pool = state["pool"]
         if self.reranker is None or not pool:
             return {"chosen": pool}
-        from ..rerank import Candidate
-
         t = time.perf_counter()
-        picked = self.reranker.rerank(state["question"], [Candidate(h.id, h.text, h.score) for h in pool])
-        by_id = {h.id: h for h in pool}
-        chosen = [by_id[c.id] for c in picked.selected]
+        # The hits themselves are the re-ranker's candidates (FactLike): one object from retrieval
+        # to the trace.
+        picked = self.reranker.rerank(state["question"], pool)
+        chosen = list(picked.selected)
         step = {"step": "rerank", "question_type": picked.question_type, "used_fallback": picked.used_fallback,
                 "reason": picked.reason, "selected": [c.id for c in picked.selected],
                 "reply": picked.raw_reply, "seconds": _since(t)}
@@ -296,8 +298,7 @@ class FactAgent:
     def _attempt(self, state: _State, tree: str) -> dict[str, Any]:
         number = len(state["attempts"])
         record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree}
-        index = None
-        provenance: dict[str, Any] = {}
+        chain = None
         if tree == "question":
             chosen = state["chosen"]
             if not chosen:
@@ -306,37 +307,99 @@ class FactAgent:
                 _emit({"event": "step", "step": record})
                 return {"attempts": state["attempts"] + [record], "steps": [record]}
             t = time.perf_counter()
-            index = FactIndex.build([Fact.from_statement(h.text, h.source) for h in chosen],
-                                    self.generator.tokenizer)
-            record["tree_facts"] = len(index.facts)
+            chain = ChainingTree(chosen, self.generator.tokenizer, self.web if self.max_hops else None,
+                                 state["question"], max_hops=self.max_hops, k=self.hop_k,
+                                 max_facts=self.max_tree_facts)
+            record["tree_facts"] = chain.size
             record["tree_build_s"] = _since(t)
-            provenance = {h.text: h for h in chosen}
+        hops: list[dict[str, Any]] = []
+        self._generate_into(record, state, tree, chain, hops)
+        records = [*hops, record]
+        if record.get("grounded") is False and not record.get("stopped"):
+            repair = self._reanswer(record, state, tree, chain, number + 1)
+            if repair is not None:
+                records.append(repair)
+        attempts = [r for r in records if r["step"] == "generate"]
+        return {"attempts": state["attempts"] + attempts, "steps": records}
+
+    def _generate_into(self, record: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
+                       hops: list[dict[str, Any]], reply_prefix: str = "",
+                       prefix_facts: Sequence[dict[str, Any]] = ()) -> None:
+        """Run one generation for ``record`` (streaming its tokens, facts and hops) and fill it in."""
+        number = record["attempt"]
         t = time.perf_counter()
         answer = None
         stop = state.get("stop")
-        for event in self.generator.stream(state["question"], beams=state.get("beams"), index=index):
+        if reply_prefix:
+            _emit({"event": "token", "text": reply_prefix, "attempt": number})
+            for fact in prefix_facts:
+                _emit({"event": "fact", "fact": fact, "attempt": number})
+        shift = len(reply_prefix)
+        options: dict[str, Any] = {"beams": state.get("beams"), "reply_prefix": reply_prefix}
+        hop = chain.on_fact if chain is not None and chain.web is not None else None
+        guard = None
+        if reply_prefix:
+            options["max_new_tokens"] = _ANSWER_LINE_TOKENS
+        elif (state.get("beams") or self.generator.beams) == 1:
+            guard = ChainGuard(state["question"], hop)
+            hop = guard.on_fact
+            options["cancel"] = guard.broken
+        if chain is not None:
+            options["index"] = chain.index
+        options["on_fact"] = hop
+        for event in self.generator.stream(state["question"], **options):
+            if chain is not None:
+                for hop in chain.take_hops():
+                    hops.append(hop)
+                    _emit({"event": "step", "step": hop})
             if event.kind == "token":
                 _emit({"event": "token", "text": event.text, "attempt": number})
             elif event.kind == "fact":
-                _emit({"event": "fact", "fact": self._fact(event.fact, tree, provenance), "attempt": number})
+                _emit({"event": "fact", "fact": self._fact(event.fact, tree, chain, shift), "attempt": number})
             else:
                 answer = event.answer
             if stop is not None and stop.is_set():
                 break
+        if chain is not None:
+            hops.extend(chain.take_hops())
         if answer is None:  # stopped early: what was generated so far is not an answer
             record.update(answer="", text="", facts=[], truncated=True, stopped=True, tokens=0, prompt_tokens=0,
                           seconds=_since(t))
-        else:
-            record.update(answer=answer.answer, text=answer.text,
-                          facts=[self._fact(f, tree, provenance) for f in answer.facts],
-                          truncated=answer.truncated, tokens=answer.tokens, prompt_tokens=answer.prompt_tokens,
-                          seconds=_since(t))
-            verdict = ground(state["question"], answer.answer, [f["text"] for f in record["facts"]])
-            record["grounded"] = verdict.grounded
-            record["grounding"] = verdict.as_dict()
+            return
+        cut = guard is not None and guard.broken.is_set()
+        if cut:  # ended by the agent, not by the token budget: not a truncated answer
+            record["cut"] = f"fact {len(guard.stated)} broke away from the chain"
+        record.update(answer=answer.answer, text=reply_prefix + answer.text,
+                      facts=[*prefix_facts, *(self._fact(f, tree, chain, shift) for f in answer.facts)],
+                      truncated=answer.truncated and not cut, tokens=answer.tokens, prompt_tokens=answer.prompt_tokens,
+                      seconds=_since(t))
+        if chain is not None:
+            record["tree_facts_final"] = len(chain.index.facts)
+        verdict = ground(state["question"], answer.answer, [f["text"] for f in record["facts"]])
+        record["grounded"] = verdict.grounded
+        record["grounding"] = verdict.as_dict()
         _emit({"event": "step", "step": record})
-        return {"attempts": state["attempts"] + [record], "steps": [record]}
 
+    def _reanswer(self, failed: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
+                  number: int) -> dict[str, Any] | None:
+        """When the stated facts broke away from the question (a fact after the first ones shares
+        nothing with them), answer again from the facts before the break: the reply so far up to
+        the end of the last connected fact, then ``Answer:``. The model writes the answer; the
+        facts it rests on were stated in the failed attempt, so nothing new is claimed."""
+        facts = failed["facts"]
+        keep = connected_prefix(state["question"], [f["text"] for f in facts])
+        if keep == 0 or keep == len(facts):
+            return None
+        end = failed["text"].find("\n", facts[keep - 1]["end"])
+        prefix = (failed["text"] if end < 0 else failed["text"][:end]) + "\nAnswer:"
+        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree,
+                                  "reanswer_of": failed["attempt"], "kept_facts": keep,
+                                  "dropped": [f["text"] for f in facts[keep:]]}
+        if chain is not None:
+            record["tree_facts"] = failed.get("tree_facts", chain.size)
+        self._generate_into(record, state, tree, None if chain is None else _Frozen(chain), [], prefix,
+                            facts[:keep])
+        return record
     def _subquery(self, state: _State) -> dict[str, Any]:
         t = time.perf_counter()
         asked = {q.casefold() for q in state["queries"]}
@@ -363,10 +426,10 @@ class FactAgent:
 
     # --- the result ------------------------------------------------------------------------------
 
-    def _fact(self, span: Any, tree: str, provenance: dict[str, Any]) -> dict[str, Any]:
-        out = {"start": span.start, "end": span.end, "text": span.text, "tree": tree}
+    def _fact(self, span: Any, tree: str, chain: ChainingTree | None, shift: int = 0) -> dict[str, Any]:
+        out = {"start": span.start + shift, "end": span.end + shift, "text": span.text, "tree": tree}
         if tree == "question":
-            hit = provenance.get(span.text)
+            hit = chain.hit(span.id) if chain is not None else None
             out.update(fact_id=hit.id if hit else None, source=hit.source if hit else span.source,
                        provenance={"kind": hit.kind, **hit.provenance} if hit else {})
         else:
@@ -409,6 +472,19 @@ class FactAgent:
         if any(a.get("stopped") for a in attempts):
             trace["stopped"] = True
         return AgentAnswer(trace["question"], answer, last["text"], last["facts"], trace)
+
+
+class _Frozen:
+    """A chaining tree seen by a re-answer: the same facts and ids, no more hops."""
+
+    def __init__(self, chain: ChainingTree) -> None:
+        self.index, self.web, self._chain = chain.index, None, chain
+
+    def hit(self, fact_id: int) -> Any:
+        return self._chain.hit(fact_id)
+
+    def take_hops(self) -> list[dict[str, Any]]:
+        return []
 
 
 def _is_endpoint(chat: Any) -> bool:

@@ -99,6 +99,16 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
                             f"{'' if len(chain) == 1 else 's'}) and no step computes it", tuple(chain))
 
 
+def connected_prefix(question: str, facts: Sequence[str]) -> int:
+    """How many of ``facts``, from the first, form a connected chain for ``question`` (0 when the
+    first names no entity of it): the facts after that broke away from the question."""
+    stated = [_parse(text) for text in facts]
+    n = 0
+    while n < len(stated) and n in connected_chain(question, stated[: n + 1]):
+        n += 1
+    return n
+
+
 def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
     """Indices of the facts connected to the question: anchors name a question entity, the rest
     share an entity with a fact already connected (in stated order, repeated to a fixed point)."""

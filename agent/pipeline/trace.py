@@ -33,7 +33,12 @@ def describe_step(step: dict[str, Any]) -> str:
              else "the whole knowledge base")
     if step.get("skipped"):
         return f"attempt {step['attempt'] + 1} on {where}: skipped, {step['skipped']}"
+    if step.get("reanswer_of") is not None:
+        return (f"attempt {step['attempt'] + 1} on {where}: answered again from the {step['kept_facts']} connected "
+                f"fact(s) of attempt {step['reanswer_of'] + 1} ({len(step['dropped'])} dropped): answer "
+                f"{step['answer']!r} in {step['seconds']:.1f} s")
     if step.get("stopped"):
         return f"attempt {step['attempt'] + 1} on {where}: stopped after {step['seconds']:.1f} s"
+    cut = f" (cut: {step['cut']})" if step.get("cut") else ""
     return (f"attempt {step['attempt'] + 1} on {where}: answer {step['answer']!r}, "
-            f"{len(step['facts'])} fact(s), {step['tokens']} tokens in {step['seconds']:.1f} s")
+            f"{len(step['facts'])} fact(s), {step['tokens']} tokens in {step['seconds']:.1f} s{cut}")

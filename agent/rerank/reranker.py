@@ -191,7 +191,7 @@ class Reranker:
     Example::
 
         reranker = Reranker(LocalChat("qwen2.5-coder-0.5b"))
-        result = reranker.rerank(question, [Candidate(h.id, h.text, h.score) for h in hits])
+        result = reranker.rerank(question, hits)        # anything with id, text, score
         facts = result.selected          # the LLM's choice, or the top 3 with result.reason
     """
 
