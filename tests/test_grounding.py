@@ -66,3 +66,32 @@ def test_chain_indices_and_answer_label():
     assert clean_answer("Answer: Answer: Kyoto") == "Kyoto"
     assert knows("Kyoto") and not knows("  i don't know, sorry") and not knows(" ")
     assert not knows("Answer: I don't know.") and not knows("I do not know")
+
+
+def test_connected_prefix_stops_where_the_chain_breaks():
+    from agent.pipeline.grounding import connected_prefix
+
+    buck = "What instrument did Buck Owens play?"
+    assert connected_prefix(buck, ["<Buck Owens> <instrument> <guitar> .",
+                                   "<gorgonzola> <country of origin> <Italy> .",
+                                   "<Italy> <official language> <Italian> ."]) == 1
+    assert connected_prefix(EDITH, [CITIZEN, LANGUAGE]) == 2
+    assert connected_prefix(EDITH, [LANGUAGE, CITIZEN]) == 0  # the first fact must name the question's entity
+    assert connected_prefix(EDITH, []) == 0
+
+
+def test_chain_guard_cuts_at_the_first_fact_off_the_chain_and_hops_only_on_it():
+    from agent.decoding.spans import CompletedFact
+    from agent.pipeline.chaining import ChainGuard, bridge_entities
+
+    followed: list[str] = []
+    guard = ChainGuard(EDITH, lambda done: followed.append(done.text))
+    for i, text in enumerate([CITIZEN, LANGUAGE, "<gorgonzola> <country of origin> <Italy> .", "<Italy> <x> <y> ."]):
+        guard.on_fact(CompletedFact(i, text, "", 0, 0, 1))
+        if i == 1:
+            assert not guard.broken.is_set()
+    assert guard.broken.is_set() and followed == [CITIZEN, LANGUAGE]  # nothing after the break is searched
+    assert bridge_entities(CITIZEN, EDITH) == ["Germany"]
+    assert bridge_entities(LANGUAGE, EDITH) == ["German", "Germany"]
+    assert bridge_entities("The Journal of Psychotherapy Integration is published by the American Psychological "
+                           "Association.", JOURNAL) == ["American Psychological Association"]
