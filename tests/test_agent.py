@@ -6,6 +6,7 @@ import json
 import pytest
 
 from agent.pipeline import FactAgent
+from agent.pipeline.grounding import ground
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
 from agent.knowledge.loaders import load_facts
 from agent.web.decompose import SentenceDecomposer
@@ -68,8 +69,16 @@ def test_kb_tree_is_plain_constrained_generation(demo_generator):
     question = kamel_questions(demo_kamel_root(), split="dev", limit=1)[0].text
     reply = agent.answer(question)
     direct = demo_generator.answer(question)
-    assert reply.text == direct.text and [f["fact_id"] for f in reply.facts] == [f"kb:{f.id}" for f in direct.facts]
-    assert [s["step"] for s in reply.trace["steps"]] == ["generate"]
+    first = reply.trace["steps"][0]
+    assert [s["step"] for s in reply.trace["steps"]] in (["generate"], ["generate", "generate"])
+    # The same generation, up to where a fact broke away from the question's chain (then cut).
+    assert direct.text.startswith(first["text"])
+    assert [f["fact_id"] for f in first["facts"]] == [f"kb:{f.id}" for f in direct.facts][: len(first["facts"])]
+    if first.get("cut"):
+        assert len(first["text"]) < len(direct.text) and not first["grounded"]
+        assert not ground(question, direct.answer, [f.text for f in direct.facts]).grounded
+    else:
+        assert first["text"] == direct.text
 
 
 def test_bad_configurations_are_refused(demo_generator):

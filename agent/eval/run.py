@@ -149,9 +149,13 @@ def _grounded(question: EvalQuestion, answer: MethodAnswer) -> bool:
     for key in ("grounded", "supported"):  # the agent's own verdict
         if isinstance(answer.extra.get(key), bool):
             return answer.extra[key]
+    from ..pipeline.conversation import rewrite_by_rules
     from ..pipeline.grounding import ground
 
-    return ground(question.text, answer.prediction, [str(f.get("text", "")) for f in answer.facts]).grounded
+    # A follow-up's entities are in the conversation: ground against its standalone form (the
+    # agent's own rules), so a method is not penalized for the pronoun it was asked with.
+    asked = rewrite_by_rules(question.text, question.history).standalone if question.history else question.text
+    return ground(asked, answer.prediction, [str(f.get("text", "")) for f in answer.facts]).grounded
 
 
 def _row(question: EvalQuestion, answer: MethodAnswer, seconds: float, grounds: bool = False) -> dict[str, Any]:
