@@ -208,17 +208,22 @@ def popqa_triples(path: str | Path) -> Iterator[Fact]:
 # --- MuSiQue ----------------------------------------------------------------------------------
 
 
+def _one_file(path: Path, suffix: str) -> Path:
+    """``path``, or the one ``*suffix`` file in it when it is a folder."""
+    if not path.is_dir():
+        return path
+    found = sorted(path.glob(f"*{suffix}"))
+    if len(found) != 1:
+        raise FactweaveError(f"{path}: expected one *{suffix} file in the folder, found {len(found)}")
+    return found[0]
+
+
 def question_files(dataset: str, path: str | Path) -> tuple[Path, Path | None]:
     """The questions file and the corpus beside it of a MuSiQue or HotpotQA file or folder
     (``X_with_paragraphs.json`` / ``X_with_context.json`` -> ``X_corpus.json``); the corpus is
     None when there is none."""
     suffix = _QUESTION_SUFFIX[dataset]
-    path = Path(path)
-    if path.is_dir():
-        found = sorted(path.glob(f"*{suffix}"))
-        if len(found) != 1:
-            raise FactweaveError(f"{path}: expected one *{suffix} file in the folder, found {len(found)}")
-        path = found[0]
+    path = _one_file(Path(path), suffix)
     corpus = None
     if path.name.endswith(suffix):
         candidate = path.with_name(path.name[: -len(suffix)] + _CORPUS_SUFFIX)
@@ -314,12 +319,7 @@ def twowiki_files(path: str | Path) -> tuple[Path, Path | None]:
     HippoRAG's format: ``X_questions.json`` and ``X_corpus.json``, ``X`` shortened by its last
     ``_part`` until one exists (``2wiki_dev100_questions.json`` -> ``2wiki_corpus.json``); the
     corpus is None when there is none."""
-    path = Path(path)
-    if path.is_dir():
-        found = sorted(path.glob(f"*{_TWOWIKI_SUFFIX}"))
-        if len(found) != 1:
-            raise FactweaveError(f"{path}: expected one *{_TWOWIKI_SUFFIX} file in the folder, found {len(found)}")
-        path = found[0]
+    path = _one_file(Path(path), _TWOWIKI_SUFFIX)
     if path.name.endswith(_TWOWIKI_SUFFIX):
         parts = path.name[: -len(_TWOWIKI_SUFFIX)].split("_")
         for n in range(len(parts), 0, -1):
