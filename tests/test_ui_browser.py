@@ -44,7 +44,7 @@ def _upload(page, url: str, path: Path, content: str, outcome: str) -> None:
     page.click("button[role=tab]:has-text('Knowledge')")
     path.write_text(content)
     page.set_input_files("#fw-files input[type=file]", str(path))
-    page.wait_for_selector(f"#fw-files :text('{path.name}')")
+    page.wait_for_selector(f"#fw-files :text('{path.name}')", timeout=ANSWER_TIMEOUT_MS)  # a busy machine is slow
     page.click("#fw-build")
     page.wait_for_selector(f"#fw-build-result .fw-{outcome}", timeout=ANSWER_TIMEOUT_MS)
 
