@@ -19,6 +19,9 @@ JOURNAL = ("Who was the first president of the association which published Journ
     ("Where was Kuni Asahiko born?", "kyoto", ["<Kuni Asahiko> <place of birth> <Kyoto> ."], True),
     # the answer names nothing stated ("France" for Buck Owens: the issue's failure)
     ("Where did Buck Owens die?", "France", ["<Buck Owens> <place of death> <Bakersfield> ."], False),
+    # a possessive names the subject (the rules rewrite "his instrument" as "Buck Owens's instrument")
+    ("What is Buck Owens's instrument?", "guitar", ["<Buck Owens> <instrument> <guitar> ."], True),
+    ("What is Shi Changxu's occupation?", "scientist", ["<Shi Changxu> <occupation> <scientist> ."], True),
     # a two-fact chain: the second fact shares Germany with the first
     (EDITH, "German", [CITIZEN, LANGUAGE], True),
     (EDITH, "German", [LANGUAGE, CITIZEN], True),  # order stated does not matter

@@ -33,6 +33,7 @@ from typing import Any
 from ..eval.metrics import normalize_answer
 
 _TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
+_POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])")
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _YES_NO = {"yes": True, "no": False}
@@ -112,6 +113,8 @@ def connected_prefix(question: str, facts: Sequence[str]) -> int:
 def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
     """Indices of the facts connected to the question: anchors name a question entity, the rest
     share an entity with a fact already connected (in stated order, repeated to a fixed point)."""
+    # "Buck Owens's instrument" names Buck Owens: the possessive is not part of the name.
+    question = _POSSESSIVE.sub(r"\1", question)
     q_norm = normalize_answer(question).split()
     q_names = _question_names(question)
     chain: list[int] = []
