@@ -155,9 +155,11 @@ _FACT_LINE = re.compile(r"^[ \t]*fact:[ \t]*(.+)$", re.IGNORECASE | re.MULTILINE
 _ANSWER_LINE = re.compile(r"^[ \t]*answer:[ \t]*(.+)$", re.IGNORECASE | re.MULTILINE)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 # Pronouns that stand for the previous turn's subject, by the form they take in the sentence.
-_SUBJECT_PRONOUNS = {"he": "", "she": "", "they": "", "it": "", "him": "", "them": ""}
+_SUBJECT_PRONOUNS = {"he", "she", "they", "it", "him", "them"}
 _POSSESSIVES = {"his", "her", "their", "its", "hers", "theirs"}
 _PLACE_ADVERBS = {"there"}
+_PRONOUN = re.compile(r"\b(?:" + "|".join(sorted({*_SUBJECT_PRONOUNS, *_POSSESSIVES, *_PLACE_ADVERBS}, key=len,
+                                                  reverse=True)) + r")\b", re.IGNORECASE)
 _ELLIPSIS_OPENERS = re.compile(r"^\s*(?:and|so|also|then)\b[\s,]*", re.IGNORECASE)
 _WHAT_ABOUT = re.compile(r"^\s*(?:and\s+)?(?:what|how)\s+about\s+(.+?)\s*\??\s*$", re.IGNORECASE)
 _CLAUSE_WORDS = {"in", "at", "on", "to", "for", "with", "from", "by", "and", "or", "as", "after", "before", "when"}
@@ -231,7 +233,7 @@ def rewrite_by_rules(question: str, history: Sequence[Mapping[str, Any]]) -> Rew
                            f"'what about {what_about.group(1)}' asked of '{prev.subject}' (the previous subject)")
     if what_about and prev.question:
         target = _resolve(what_about.group(1), prev)[0]
-        base = rewrite_target(prev.question, prev)
+        base = _without_subject(prev.question, prev)
         if base is not None:
             return Rewrite(question, base.replace("\0", target),
                            f"'what about {what_about.group(1)}' applied to the previous question")
@@ -254,7 +256,7 @@ def rewrite_by_rules(question: str, history: Sequence[Mapping[str, Any]]) -> Rew
     return Rewrite(question, question, "no reference to an earlier turn")
 
 
-def rewrite_target(question: str, prev: PreviousTurn) -> str | None:
+def _without_subject(question: str, prev: PreviousTurn) -> str | None:
     """``question`` with its subject replaced by a NUL placeholder (for "what about X?")."""
     if prev.subject and prev.subject in question:
         return question.replace(prev.subject, "\0", 1)
@@ -311,9 +313,7 @@ def _resolve(text: str, prev: PreviousTurn) -> tuple[str, list[str]]:
             return target
         return word
 
-    pattern = r"\b(?:" + "|".join(sorted({*_SUBJECT_PRONOUNS, *_POSSESSIVES, *_PLACE_ADVERBS}, key=len,
-                                            reverse=True)) + r")\b"
-    out = re.sub(pattern, swap, text, flags=re.IGNORECASE)
+    out = _PRONOUN.sub(swap, text)
     out = re.sub(r"\bin in\b", "in", out)
     return out, replaced
 
