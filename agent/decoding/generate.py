@@ -52,6 +52,9 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)
     tokens: int = 0
     prompt_tokens: int = 0
+    dropped: list[str] = field(default_factory=list)
+    """Facts stated after the chain broke (see :func:`agent.pipeline.chaining.answer_on_chain`):
+    still in ``text`` and ``facts``, but the answer was written without them."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +67,7 @@ class Answer:
             "timings": self.timings,
             "tokens": self.tokens,
             "prompt_tokens": self.prompt_tokens,
+            "dropped": list(self.dropped),
         }
 
 
@@ -83,15 +87,18 @@ class _AnswerLineDone(StoppingCriteria):
     """Stops a row once an ``Answer:`` line is complete (newline after it): models without a
     chat end token would otherwise go on inventing the next question."""
 
-    def __init__(self, tokenizer: Any, vocab: TokenVocab, prompt_len: int, prefix: str = "") -> None:
-        self.tokenizer, self.vocab, self.prompt_len, self.prefix = tokenizer, vocab, prompt_len, prefix
+    def __init__(self, tokenizer: Any, vocab: TokenVocab, prompt_len: int, prefixes: Sequence[str]) -> None:
+        self.tokenizer, self.vocab, self.prompt_len, self.prefixes = tokenizer, vocab, prompt_len, prefixes
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
         done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        # Beam search checks its candidates (2 per beam): rows are grouped by item, whatever their number.
+        rows_per_item = max(1, input_ids.shape[0] // len(self.prefixes))
         for row in range(input_ids.shape[0]):
             last = int(input_ids[row, -1])
             if last < len(self.vocab.pieces) and "\n" in self.vocab.pieces[last]:
-                text = self.prefix + self.tokenizer.decode(input_ids[row, self.prompt_len :], skip_special_tokens=True)
+                prefix = self.prefixes[min(row // rows_per_item, len(self.prefixes) - 1)]
+                text = prefix + self.tokenizer.decode(input_ids[row, self.prompt_len :], skip_special_tokens=True)
                 done[row] = any(m.group(1).strip() for m in _ANSWER.finditer(text.rsplit("\n", 1)[0]))
         return done
 
@@ -104,6 +111,26 @@ class _Cancelled(StoppingCriteria):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
         return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+
+
+class _ItemsCut(StoppingCriteria):
+    """Stops the rows of the batch items in ``items`` (a set the caller fills during generation,
+    e.g. from ``on_fact``); the other rows go on."""
+
+    def __init__(self, items: set[int], n_items: int) -> None:
+        self.items, self.n_items = items, n_items
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
+        rows = torch.arange(input_ids.shape[0], device=input_ids.device) // max(1, input_ids.shape[0] // self.n_items)
+        if not self.items:
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        cut = torch.tensor(sorted(self.items), dtype=torch.long, device=input_ids.device)
+        return torch.isin(rows, cut)
+
+
+def _eos_id(tokenizer: Any) -> int | None:
+    eos = tokenizer.eos_token_id
+    return eos[0] if isinstance(eos, (list, tuple)) else eos
 
 
 class _TokenQueue(BaseStreamer):
@@ -134,7 +161,7 @@ class _Run:
     kwargs: dict[str, Any]
     started: float
     prepared: float
-    reply_prefix: str = ""
+    reply_prefixes: list[str]
 
     @property
     def prompt_len(self) -> int:
@@ -175,8 +202,8 @@ class FactGenerator:
 
     def answer_batch(self, questions: Sequence[Prompt], *, constrained: bool = True, beams: int | None = None,
                      max_new_tokens: int | None = None, index: Any | None = None,
-                     on_fact: OnFact | None = None, reply_prefix: str = "",
-                     cancel: threading.Event | None = None) -> list[Answer]:
+                     on_fact: OnFact | None = None, reply_prefix: str | Sequence[str] = "",
+                     cancel: threading.Event | None = None, stop_items: set[int] | None = None) -> list[Answer]:
         """Answer ``questions`` in one batched ``generate`` call.
 
         ``index`` replaces the generator's own index for this call only (e.g. a small tree over
@@ -189,10 +216,14 @@ class FactGenerator:
 
         ``reply_prefix`` is text the reply already starts with (e.g. the facts stated so far and
         ``Answer:``): the model continues it; ``Answer.text`` holds only what it wrote, and
-        ``Answer.answer`` is read from the prefix and the text together. ``cancel``: when it is
-        set (e.g. by ``on_fact``), generation ends after the current token.
+        ``Answer.answer`` is read from the prefix and the text together; a list gives each
+        question its own. ``cancel``: when it is
+        set (e.g. by ``on_fact``), generation ends after the current token; ``stop_items``: a set
+        of batch positions the caller may add to during generation (e.g. from ``on_fact``): those
+        questions' rows end after the current token, the others go on.
         """
-        run = self._prepare(questions, constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel)
+        run = self._prepare(questions, constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel,
+                            stop_items)
         with torch.inference_mode():
             out = self.model.generate(**run.inputs, **run.kwargs)
         generated = time.perf_counter()
@@ -201,7 +232,7 @@ class FactGenerator:
     def stream(self, question: Prompt, *, constrained: bool = True, beams: int | None = None,
                max_new_tokens: int | None = None, index: Any | None = None,
                on_fact: OnFact | None = None, reply_prefix: str = "",
-               cancel: threading.Event | None = None) -> Iterator[GenerationEvent]:
+               cancel: threading.Event | None = None, stop_items: set[int] | None = None) -> Iterator[GenerationEvent]:
         """Answer ``question`` as a stream of :class:`GenerationEvent`: text as it is generated,
         each constrained fact as soon as it is complete, then the :class:`Answer` (the same one
         :meth:`answer` gives).
@@ -217,11 +248,12 @@ class FactGenerator:
                 if event.kind == "token":
                     print(event.text, end="", flush=True)
         """
-        run = self._prepare([question], constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel)
+        run = self._prepare([question], constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel,
+                            stop_items)
         if run.kwargs["num_beams"] > 1:
             answer = self.answer_batch([question], constrained=constrained, beams=beams,
                                        max_new_tokens=max_new_tokens, index=index, on_fact=on_fact,
-                                       reply_prefix=reply_prefix, cancel=cancel)[0]
+                                       reply_prefix=reply_prefix, cancel=cancel, stop_items=stop_items)[0]
             yield GenerationEvent("token", answer.text)
             for span in answer.facts:
                 yield GenerationEvent("fact", fact=span)
@@ -275,36 +307,44 @@ class FactGenerator:
 
     def _prepare(self, questions: Sequence[Prompt], constrained: bool, beams: int | None,
                  max_new_tokens: int | None, index: Any | None, on_fact: OnFact | None = None,
-                 reply_prefix: str = "", cancel: threading.Event | None = None) -> _Run:
+                 reply_prefix: str | Sequence[str] = "", cancel: threading.Event | None = None,
+                 stop_items: set[int] | None = None) -> _Run:
         tracker = self.tracker if index is None else FactTracker(self._checked(index), self.vocab)
         if constrained and tracker is None:
             raise ValueError("constrained generation needs a fact index")
         beams = beams or self.beams
         started = time.perf_counter()
-        prompts = [self.render(q) + reply_prefix for q in questions]
+        prefixes = [reply_prefix] * len(questions) if isinstance(reply_prefix, str) else list(reply_prefix)
+        if len(prefixes) != len(questions):
+            raise ValueError(f"{len(prefixes)} reply prefixes for {len(questions)} questions")
+        prompts = [self.render(q) + prefix for q, prefix in zip(questions, prefixes)]
         with self._tok_lock:
             enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         device = getattr(self.model, "device", torch.device("cpu"))
         inputs = {k: v.to(device) for k, v in enc.items()}
         processors = LogitsProcessorList()
         if constrained:
-            processors.append(FactConstrainedLogitsProcessor(tracker, prompts, num_beams=beams, on_fact=on_fact))
+            processors.append(FactConstrainedLogitsProcessor(tracker, prompts, num_beams=beams, on_fact=on_fact,
+                                                             stop_items=stop_items,
+                                                             eos_token_id=_eos_id(self.tokenizer)))
         stop = StoppingCriteriaList([_AnswerLineDone(self.tokenizer, self.vocab, inputs["input_ids"].shape[1],
-                                                     reply_prefix)])
+                                                     prefixes)])
         if cancel is not None:
             stop.append(_Cancelled(cancel))
+        if stop_items is not None:
+            stop.append(_ItemsCut(stop_items, len(questions)))
         kwargs = {"do_sample": False, "num_beams": beams, "max_new_tokens": max_new_tokens or self.max_new_tokens,
                   "logits_processor": processors, "stopping_criteria": stop,
                   "pad_token_id": self.tokenizer.pad_token_id, "eos_token_id": self.tokenizer.eos_token_id}
         return _Run(list(questions), prompts, inputs, tracker if constrained else None, kwargs, started,
-                    time.perf_counter(), reply_prefix)
+                    time.perf_counter(), prefixes)
 
     def _finish(self, run: _Run, rows: list[list[int]], generated: float) -> list[Answer]:
         """Answers from the generated token ids of each row (padding and end tokens removed)."""
         answers = []
         special = set(getattr(self.tokenizer, "all_special_ids", []) or [])
         mask = run.inputs.get("attention_mask")
-        for i, (q, prompt, row) in enumerate(zip(run.questions, run.prompts, rows)):
+        for i, (q, prompt, prefix, row) in enumerate(zip(run.questions, run.prompts, run.reply_prefixes, rows)):
             row = list(row)
             while row and row[-1] in special:
                 row.pop()
@@ -313,7 +353,7 @@ class FactGenerator:
                 text, spans = locate_spans(self.tokenizer, run.tracker.index, row, state.spans)
             else:
                 text, spans = decode_tokens(self.tokenizer, row), []
-            final, truncated = parse_answer(run.reply_prefix + text)
+            final, truncated = parse_answer(prefix + text)
             prompt_tokens = int(mask[i].sum()) if mask is not None else run.prompt_len
             answers.append(Answer(q, final, text, spans, truncated, run.tracker is not None, tokens=len(row),
                                   prompt_tokens=prompt_tokens))

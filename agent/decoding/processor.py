@@ -29,10 +29,12 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
             first generated token starts a line).
         num_beams: beams per batch item (``num_return_sequences`` for sampling).
         on_fact: called with a :class:`~agent.decoding.spans.CompletedFact` once per distinct
-            fact (by id) that any row or beam completes in this ``generate`` call, in the
+            fact (by id) that a batch item (any of its beams) completes in this ``generate`` call, in the
             generating thread, after the step's states are known and before any row of it is
             masked: facts it adds to a growing index
             (:class:`~agent.index.union.GrowingFactIndex`) are allowed from the next fact on.
+        stop_items: batch items to end now (a set ``on_fact`` may add to): their rows may only
+            write ``eos_token_id``, from the step that reported the fact on.
 
     Example::
 
@@ -41,14 +43,18 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, tracker: FactTracker, prompt_texts: Sequence[str], num_beams: int = 1,
-                 on_fact: Callable[[CompletedFact], None] | None = None) -> None:
+                 on_fact: Callable[[CompletedFact], None] | None = None, stop_items: set[int] | None = None,
+                 eos_token_id: int | None = None) -> None:
+        if stop_items is not None and eos_token_id is None:
+            raise ValueError("stop_items needs the end-of-sequence token id")
         self.tracker = tracker
+        self.stop_items, self.eos_token_id = stop_items, eos_token_id
         self.num_beams = num_beams
         self.on_fact = on_fact
         self._initial = [tracker.start(t) for t in prompt_texts]
         self._prompt_len: int | None = None
         self._states: dict[tuple, TraceState] = {}
-        self._reported: set[int] = set()
+        self._reported: set[tuple[int, int]] = set()
 
     def _state(self, item: int, generated: list[int]) -> TraceState:
         key = (item, *generated)
@@ -82,7 +88,11 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
             if self.on_fact is not None and state.spans:
                 self._report(item, state)
         for row, state in enumerate(rows):
-            if state.active:
+            if self.stop_items and min(row // rows_per_item, len(self._initial) - 1) in self.stop_items:
+                eos = scores[row, self.eos_token_id].clone()
+                scores[row] = float("-inf")
+                scores[row, self.eos_token_id] = eos if torch.isfinite(eos) else 0.0
+            elif state.active:
                 allowed = _as_index(self.tracker.allowed(state), scores.device)
                 keep = scores[row, allowed]
                 scores[row] = float("-inf")
@@ -97,8 +107,8 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
     def _report(self, item: int, state: TraceState) -> None:
         """Hand each fact of ``state`` not reported yet in this call to ``on_fact``."""
         for fact_id, start, end in state.spans:
-            if fact_id not in self._reported:
-                self._reported.add(fact_id)
+            if (item, fact_id) not in self._reported:
+                self._reported.add((item, fact_id))
                 fact = self.tracker.index.facts[fact_id]
                 self.on_fact(CompletedFact(int(fact_id), fact.text, fact.source, item, start, end))
 

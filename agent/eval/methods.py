@@ -108,7 +108,9 @@ class LLMOnlyMethod:
 
 
 class ReFactXMethod:
-    """ReFactX: every ``Fact:`` line constrained to the generator's KB index; nothing retrieved."""
+    """ReFactX: every ``Fact:`` line constrained to the generator's KB index; nothing retrieved.
+    A question whose facts break away from its chain is answered again from the connected ones
+    (:func:`~agent.pipeline.chaining.answer_on_chain`), as the product's constrained generation is."""
 
     name = "refactx"
     batched = True
@@ -120,7 +122,9 @@ class ReFactXMethod:
         self.generator = generator
 
     def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
-        return _from_answers(self.generator.answer_batch([conversation(q) for q in questions], constrained=True))
+        from ..pipeline.chaining import answer_on_chain
+
+        return _from_answers(answer_on_chain(self.generator, [conversation(q) for q in questions], constrained=True))
 
 
 class WebRAGMethod:

@@ -34,6 +34,9 @@ class ChatFactweave(BaseChatModel):
       ``content[start:end] == text`` and ``id`` the fact's number in the index;
     - ``answer``: the text after ``Answer:`` (empty when ``truncated``);
     - ``truncated``, ``constrained``, ``model_name`` and ``timings``;
+    - ``dropped``: facts stated after the chain broke away from the question; the model was
+      stopped there and answered again without them
+      (:func:`agent.pipeline.chaining.answer_on_chain`; greedy constrained generation only);
 
     and ``usage_metadata`` the prompt and generated token counts. ``stream`` yields the text
     token by token; each fact arrives in a chunk of its own as soon as it is complete, and the
@@ -94,7 +97,9 @@ class ChatFactweave(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         turns = self._turns(messages)
-        answer = self.generator.answer(turns, **self._options(stop, kwargs))
+        from ..pipeline.chaining import answer_on_chain
+
+        answer = answer_on_chain(self.generator, [turns], **self._options(stop, kwargs))[0]
         message = AIMessage(content=answer.text, usage_metadata=_usage(answer),
                             response_metadata={**self._metadata(answer), "standalone": turns[-1]["content"],
                                                "facts": [f.as_dict() for f in answer.facts]})
@@ -103,7 +108,9 @@ class ChatFactweave(BaseChatModel):
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
         turns = self._turns(messages)
-        for event in self.generator.stream(turns, **self._options(stop, kwargs)):
+        from ..pipeline.chaining import stream_on_chain
+
+        for event in stream_on_chain(self.generator, turns, **self._options(stop, kwargs)):
             if event.kind == "token":
                 message = AIMessageChunk(content=event.text)
             elif event.kind == "fact":
@@ -147,7 +154,7 @@ class ChatFactweave(BaseChatModel):
 
     def _metadata(self, answer: Answer) -> dict[str, Any]:
         return {"model_name": self._model_name, "answer": answer.answer, "truncated": answer.truncated,
-                "constrained": answer.constrained, "timings": answer.timings}
+                "constrained": answer.constrained, "timings": answer.timings, "dropped": list(answer.dropped)}
 
 
 def _conversation(messages: list[BaseMessage]) -> list[dict[str, str]]:

@@ -23,16 +23,15 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
-
-from collections.abc import Callable
 
 from ..index.trie import FactIndex
 from ..index.union import GrowingFactIndex
 from ..knowledge.facts import Fact
 
 if TYPE_CHECKING:
+    from ..decoding.generate import Answer, FactGenerator, GenerationEvent, Prompt
     from ..decoding.spans import CompletedFact
     from ..web.retrieval import FactHit
     from ..web.web import KnowledgeWeb
@@ -124,27 +123,145 @@ class ChainingTree:
 
 
 class ChainGuard:
-    """Ends a generation when a stated fact breaks away from the chain: it names no entity of the
-    question and shares none with the facts before it (:func:`~.grounding.connected_prefix`).
-    A small model made to write ``Fact:`` lines goes on stating whatever the tree offers once the
-    facts it needs are said; those lines prove nothing and cost seconds each. Facts that stay on
-    the chain are handed on to ``then`` (the hop search), so only the chain is followed.
+    """Ends a question's generation when a stated fact breaks away from the chain: it names no
+    entity of the question and shares none with the facts before it
+    (:func:`~.grounding.connected_prefix`). A small model made to write ``Fact:`` lines goes on
+    stating whatever the tree offers once the facts it needs are said ("<Sargis Hovhannisyan>
+    <place of birth> <Yerevan>", then "<Yerzovka> <country> <Russia>", then "Answer: Russian");
+    those lines prove nothing and cost seconds each. Facts that stay on the chain are handed on
+    to ``then`` (the hop search), so only the chain is followed.
 
-    One sequence: with beam search, facts of different beams would mix (do not use it there).
+    One guard per ``generate`` call, over its batch of ``questions``: ``cut`` holds the batch
+    positions whose chain broke, to be passed as the generator's ``stop_items``. One sequence
+    per question: with beam search, facts of different beams would mix (do not use it there).
     """
 
-    def __init__(self, question: str, then: Callable[[CompletedFact], None] | None = None) -> None:
-        self.question, self.then = question, then
-        self.stated: list[str] = []
-        self.broken = threading.Event()
+    def __init__(self, questions: str | Sequence[str], then: Callable[[CompletedFact], None] | None = None) -> None:
+        self.questions = [questions] if isinstance(questions, str) else list(questions)
+        self.then = then
+        self.stated: list[list[str]] = [[] for _ in self.questions]
+        self.cut: set[int] = set()
 
     def on_fact(self, done: CompletedFact) -> None:
         from .grounding import connected_prefix
 
-        if self.broken.is_set():
+        if done.item in self.cut:
             return
-        self.stated.append(done.text)
-        if connected_prefix(self.question, self.stated) < len(self.stated):
-            self.broken.set()
+        stated = self.stated[done.item]
+        stated.append(done.text)
+        if connected_prefix(self.questions[done.item], stated) < len(stated):
+            self.cut.add(done.item)
         elif self.then is not None:
             self.then(done)
+
+
+def connected_reply(question: str, text: str, facts: Sequence[tuple[str, int]]) -> tuple[int, str]:
+    """How many of the stated ``facts`` (text, end offset in ``text``) form the connected chain,
+    and the reply to answer again from: ``text`` up to the end of the last connected fact's line,
+    then ``Answer:`` ("" when no fact or every fact is connected: nothing to answer again from)."""
+    from .grounding import connected_prefix
+
+    keep = connected_prefix(question, [fact for fact, _ in facts])
+    if keep == 0 or keep == len(facts):
+        return keep, ""
+    end = text.find("\n", facts[keep - 1][1])
+    return keep, (text if end < 0 else text[:end]) + "\nAnswer:"
+
+
+# The re-answer writes one line: the answer (the facts it rests on are already stated).
+ANSWER_LINE_TOKENS = 24
+
+
+def answer_on_chain(generator: FactGenerator, questions: Sequence[Prompt], *,
+                    on_fact: Callable[[CompletedFact], None] | None = None, **options: Any) -> list[Answer]:
+    """``generator.answer_batch`` with a :class:`ChainGuard`: a question whose stated facts break
+    away from its chain stops there and is answered again from the connected facts (one line,
+    the model writing it). The answer's ``text`` keeps every line the model wrote, then
+    ``Answer:`` and the new answer; ``dropped`` lists the facts it was written without. A first
+    fact that names nothing of the question leaves no answer (nothing connected to answer from).
+    Without the constraint or with beam search: ``answer_batch`` unchanged.
+
+    Example::
+
+        answer_on_chain(generator, ["Where was Sargis Hovhannisyan born?"])[0].answer   # 'Yerevan'
+    """
+    questions = list(questions)
+    if not _guarded(generator, options):
+        return generator.answer_batch(questions, on_fact=on_fact, **options)
+    guard = ChainGuard([asked_text(q) for q in questions], on_fact)
+    answers = generator.answer_batch(questions, on_fact=guard.on_fact, stop_items=guard.cut, **options)
+    return _answer_again(generator, questions, guard, answers, options)
+
+
+def stream_on_chain(generator: FactGenerator, question: Prompt, *,
+                    on_fact: Callable[[CompletedFact], None] | None = None,
+                    **options: Any) -> Iterator[GenerationEvent]:
+    """:meth:`FactGenerator.stream` with a :class:`ChainGuard`, as :func:`answer_on_chain`: the
+    text streamed before the cut stays; the new ``Answer:`` line follows it."""
+    if not _guarded(generator, options):
+        yield from generator.stream(question, on_fact=on_fact, **options)
+        return
+    from ..decoding.generate import GenerationEvent
+
+    guard = ChainGuard(asked_text(question), on_fact)
+    first = None
+    for event in generator.stream(question, on_fact=guard.on_fact, stop_items=guard.cut, **options):
+        if event.kind == "done":
+            first = event.answer
+        else:
+            yield event
+    if first is None:  # the reader stopped early
+        return
+    final = _answer_again(generator, [question], guard, [first], options)[0]
+    if len(final.text) > len(first.text):
+        yield GenerationEvent("token", final.text[len(first.text):])
+    for span in final.facts[len(first.facts):]:
+        yield GenerationEvent("fact", fact=span)
+    yield GenerationEvent("done", answer=final)
+
+
+def asked_text(question: Prompt) -> str:
+    """The question a prompt asks: the text, or a conversation's last user message."""
+    if isinstance(question, str):
+        return question
+    users = [turn.get("content", "") for turn in question if turn.get("role") == "user"]
+    return str(users[-1]) if users else ""
+
+
+def _guarded(generator: FactGenerator, options: dict[str, Any]) -> bool:
+    return options.get("constrained", True) and (options.get("beams") or generator.beams) == 1
+
+
+def _answer_again(generator: FactGenerator, questions: list[Prompt], guard: ChainGuard, answers: list[Answer],
+                  options: dict[str, Any]) -> list[Answer]:
+    """``answers``, those ``guard`` cut (stopped where their chain broke) answered again from
+    their connected facts, in one batch."""
+    from dataclasses import replace
+
+    from ..decoding.spans import FactSpan
+
+    out, again_of, prefixes = list(answers), [], []
+    for i in sorted(guard.cut):
+        cut = answers[i]
+        keep, prefix = connected_reply(guard.questions[i], cut.text, [(f.text, f.end) for f in cut.facts])
+        # Ended by the guard, not by the token budget; without a connected fact, no answer.
+        out[i] = replace(cut, answer="", truncated=False, dropped=[f.text for f in cut.facts[keep:]])
+        if prefix:
+            again_of.append(i)
+            prefixes.append(prefix)
+    if not again_of:
+        return out
+    again = generator.answer_batch([questions[i] for i in again_of], reply_prefix=prefixes,
+                                   max_new_tokens=ANSWER_LINE_TOKENS,
+                                   **{k: v for k, v in options.items() if k in ("constrained", "index")})
+    for i, new in zip(again_of, again):
+        cut = out[i]
+        # What the model wrote, to the end of its last fact's line (a token it began after is cut).
+        end = cut.text.find("\n", cut.facts[-1].end)
+        head = (cut.text if end < 0 else cut.text[:end]) + "\nAnswer:"
+        facts = [*cut.facts, *(FactSpan(f.start + len(head), f.end + len(head), f.id, f.text, f.source)
+                               for f in new.facts)]
+        timings = {**cut.timings, "reanswer_s": new.timings.get("generate_s", 0.0)}
+        out[i] = replace(cut, answer=new.answer, text=head + new.text, facts=facts, truncated=new.truncated,
+                         tokens=cut.tokens + new.tokens, timings=timings)
+    return out

@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
 from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
-from .chaining import ChainGuard, ChainingTree
-from .grounding import DONT_KNOW, clean_answer, connected_prefix, ground, knows
+from .chaining import ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, connected_reply
+from .grounding import DONT_KNOW, clean_answer, ground, knows
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
@@ -57,8 +57,6 @@ TREE_MODES = ("kb", "question", "both")
 # chat model when it is an OpenAI-compatible endpoint (the small local models rewrite worse than
 # the rules), else by rules.
 REWRITE_MODES = ("auto", "chat", "rules")
-# A re-answer writes one short line after "Answer:".
-_ANSWER_LINE_TOKENS = 24
 
 
 @dataclass
@@ -339,11 +337,11 @@ class FactAgent:
         hop = chain.on_fact if chain is not None and chain.web is not None else None
         guard = None
         if reply_prefix:
-            options["max_new_tokens"] = _ANSWER_LINE_TOKENS
+            options["max_new_tokens"] = ANSWER_LINE_TOKENS
         elif (state.get("beams") or self.generator.beams) == 1:
             guard = ChainGuard(state["question"], hop)
             hop = guard.on_fact
-            options["cancel"] = guard.broken
+            options["stop_items"] = guard.cut
         if chain is not None:
             options["index"] = chain.index
         options["on_fact"] = hop
@@ -366,9 +364,9 @@ class FactAgent:
             record.update(answer="", text="", facts=[], truncated=True, stopped=True, tokens=0, prompt_tokens=0,
                           seconds=_since(t))
             return
-        cut = guard is not None and guard.broken.is_set()
+        cut = guard is not None and bool(guard.cut)
         if cut:  # ended by the agent, not by the token budget: not a truncated answer
-            record["cut"] = f"fact {len(guard.stated)} broke away from the chain"
+            record["cut"] = f"fact {len(guard.stated[0])} broke away from the chain"
         record.update(answer=answer.answer, text=reply_prefix + answer.text,
                       facts=[*prefix_facts, *(self._fact(f, tree, chain, shift) for f in answer.facts)],
                       truncated=answer.truncated and not cut, tokens=answer.tokens, prompt_tokens=answer.prompt_tokens,
@@ -387,11 +385,9 @@ class FactAgent:
         the end of the last connected fact, then ``Answer:``. The model writes the answer; the
         facts it rests on were stated in the failed attempt, so nothing new is claimed."""
         facts = failed["facts"]
-        keep = connected_prefix(state["question"], [f["text"] for f in facts])
-        if keep == 0 or keep == len(facts):
+        keep, prefix = connected_reply(state["question"], failed["text"], [(f["text"], f["end"]) for f in facts])
+        if not prefix:
             return None
-        end = failed["text"].find("\n", facts[keep - 1]["end"])
-        prefix = (failed["text"] if end < 0 else failed["text"][:end]) + "\nAnswer:"
         record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree,
                                   "reanswer_of": failed["attempt"], "kept_facts": keep,
                                   "dropped": [f["text"] for f in facts[keep:]]}

@@ -7,7 +7,8 @@ one anyway and answers from it. An answer stands when:
 1. the stated facts hold a *connected chain* for the question: a first fact that names an entity
    of the (standalone) question, and each next fact sharing an entity with a fact already in the
    chain (a triple's entities are its subject and object; a statement's are its names, numbers
-   and years); and
+   and years; two triples share an entity only when it is the same one, a statement's names
+   may also be part of the other's); and
 2. the answer, normalized (``agent.eval.metrics.normalize_answer``: case, punctuation, articles),
    is contained word for word in a fact of that chain, or is computed from chain facts by a step
    this module shows: a difference of two years ("how many years ..."), a count of one subject's
@@ -118,20 +119,24 @@ def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
     q_norm = normalize_answer(question).split()
     q_names = _question_names(question)
     chain: list[int] = []
-    linked: set[str] = set()
+    entities: set[str] = set()  # of triples: a knowledge graph's entities are names, matched whole
+    names: set[str] = set()  # of statements: matched word for word, either way
     for i, fact in enumerate(stated):
         if any(_contains(q_norm, e.split()) for e in fact.entities) or _names_in(fact, q_names):
             chain.append(i)
-            linked |= fact.entities
+            (entities if fact.triple else names).update(fact.entities)
     grew = bool(chain)
     while grew:
         grew = False
         for i, fact in enumerate(stated):
             if i in chain:
                 continue
-            if any(_shares(e, linked) for e in fact.entities):
+            # <New Zealand> ... <Pacific Islanders> does not lead on to <Pacific Community>, nor
+            # <Latin> to <Latin Americans>: between triples only the same entity links.
+            linked = names | entities if fact.triple is None else names
+            if any(e in entities or _shares(e, linked) for e in fact.entities):
                 chain.append(i)
-                linked |= fact.entities
+                (entities if fact.triple else names).update(fact.entities)
                 grew = True
     return sorted(chain)
 

@@ -1,0 +1,55 @@
+"""Constrained generation that stops where the stated facts break away from the question
+(answer_on_chain / stream_on_chain), on the real SmolLM2 model over the bundled demo KB."""
+from __future__ import annotations
+
+import pytest
+
+from agent.pipeline.chaining import answer_on_chain, stream_on_chain
+from agent.pipeline.grounding import ground
+
+pytestmark = pytest.mark.model
+
+# SmolLM2-135M's first fact for this one is about a cannon; left alone it goes on to another
+# unrelated fact and answers "France" from them.
+OFF = "What is the occupation of Debra Mullins?"
+ON = "Where was Laurie Graff born?"
+
+
+@pytest.fixture(scope="module")
+def guarded(demo_generator):
+    return answer_on_chain(demo_generator, [OFF, ON])
+
+
+def test_a_fact_off_the_chain_stops_its_question_and_only_its_question(demo_generator, guarded):
+    plain = demo_generator.answer_batch([OFF, ON])
+
+    # Without the guard: an answer resting on nothing that names Debra Mullins.
+    assert plain[0].answer and len(plain[0].facts) >= 2
+    assert not ground(OFF, plain[0].answer, [f.text for f in plain[0].facts]).grounded
+    # With it: stopped right after that first fact, no answer claimed, the fact listed as dropped.
+    off = guarded[0]
+    assert off.answer == "" and not off.truncated and "Answer:" not in off.text
+    assert [f.text for f in off.facts] == [plain[0].facts[0].text] and off.dropped == [plain[0].facts[0].text]
+    assert off.tokens < plain[0].tokens
+    # The other question of the same batch is untouched, and grounded.
+    on = guarded[1]
+    assert on.text == plain[1].text and on.answer == "New York" and on.dropped == []
+    assert ground(ON, on.answer, [f.text for f in on.facts]).grounded
+
+
+@pytest.mark.parametrize("item", [0, 1])
+def test_stream_on_chain_adds_up_to_answer_on_chain(demo_generator, guarded, item):
+    question, whole = [OFF, ON][item], guarded[item]
+    text, facts, done = "", [], None
+    for event in stream_on_chain(demo_generator, question):
+        if event.kind == "token":
+            text += event.text
+        elif event.kind == "fact":
+            facts.append(event.fact)
+        else:
+            done = event.answer
+    assert done is not None and text == done.text == whole.text
+    assert done.answer == whole.answer and done.dropped == whole.dropped
+    assert [f.text for f in facts] == [f.text for f in whole.facts]
+    for span in done.facts:
+        assert done.text[span.start:span.end] == span.text
