@@ -96,7 +96,7 @@ FOLLOW_UPS: dict[str, dict[str, tuple[str, ...]]] = {
     "P740": {"they": ("Where were they formed?", "And where were they formed?"),
              "it": ("Where was it formed?", "And where was it founded?")},
     "P17": {"it": ("Which country is it in?", "And what country is it located in?")},
-    "P37": {"it": ("And what is its official language?", "What language is official there?")},
+    "P37": {"it": ("And what is its official language?", "Which language is official in it?")},
     "P59": {"it": ("Which constellation is it part of?", "And what constellation is it in?")},
     "P159": {"it": ("Where is its headquarters?", "And where is it headquartered?")},
     "P176": {"it": ("Who makes it?", "And who is its manufacturer?")},
