@@ -6,8 +6,8 @@ language. IRCoT-style interleaving closes the gap with the guarantee intact: whe
 completes, the entities it adds (a triple's subject or object that the question does not name; a
 statement's names that the question does not name) are searched in the knowledge web, and their
 facts join the tree (:class:`~agent.index.union.GrowingFactIndex`) before the next ``Fact:`` line
-of the same generation. Hops are bounded (``max_hops`` searches per attempt, ``k`` facts each,
-``max_facts`` added in all).
+of the same generation; each is searched in the question's context (:func:`hop_query`). Hops
+are bounded (``max_hops`` searches per attempt, ``k`` facts each, ``max_facts`` added in all).
 
 The callback runs in the generating thread; the hop records it writes are read by the pipeline
 between tokens (``take_hops``), which emits them as trace steps.
@@ -65,6 +65,27 @@ def bridge_entities(fact: str, question: str, limit: int = 2) -> list[str]:
     return out[:limit]
 
 
+def hop_query(question: str, fact: str, entity: str) -> str:
+    """What to search for ``entity``, a bridge ``fact`` added to ``question``: the question with
+    what it names of the fact put in the entity's place ("the official language of the country
+    Banff National Park Pavilion is located in" -> "... the country Canada is located in"), else
+    the entity and the question. The entity alone finds whatever mentions it: Canada's facts are
+    many, its official language one of them.
+
+    >>> hop_query("What is the official language of the country Banff National Park Pavilion is located in?",
+    ...           "<Banff National Park Pavilion> <country> <Canada> .", "Canada")
+    'What is the official language of the country Canada is located in?'
+    """
+    m = _TRIPLE.match(fact)
+    named = [m.group(1).strip(), m.group(3).strip()] if m else []
+    for name in sorted(named, key=len, reverse=True):
+        if name and name != entity:
+            pattern = re.compile(re.escape(name), re.IGNORECASE)
+            if pattern.search(question):
+                return pattern.sub(lambda _: entity, question, count=1)
+    return f"{entity}: {question}"
+
+
 class ChainingTree:
     """The per-question tree over ``hits`` that grows as facts are stated (see the module
     docstring). ``hit(fact_id)`` is the web hit behind a fact of the tree, found by id."""
@@ -102,15 +123,17 @@ class ChainingTree:
                     continue
                 self._searched.add(entity.casefold())
             t = time.perf_counter()
-            found = list({h.text: h for h in self.web.search(entity, self.k).hits
-                          if h.text not in self._texts}.values())
+            query = hop_query(self.question, done.text, entity)
+            # Twice k: facts the tree already holds (the anchor's own) are skipped, not counted.
+            found = list({h.text: h for h in self.web.search(query, 2 * self.k).hits
+                          if h.text not in self._texts}.values())[: self.k]
             ids = self.index.grow(Fact.from_statement(h.text, h.source) for h in found) if found else []
             added = found[: len(ids)]
             with self._lock:
                 # grow() keeps the order it was given and adds from the front, so ids align.
                 self._hits.extend(added)
                 self._texts.update(h.text for h in added)
-                self._hops.append({"step": "hop", "fact": done.text, "entity": entity,
+                self._hops.append({"step": "hop", "fact": done.text, "entity": entity, "query": query,
                                    "added": [h.text for h in added], "added_ids": [h.id for h in added],
                                    "seconds": round(time.perf_counter() - t, 4)})
 
