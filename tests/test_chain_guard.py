@@ -53,3 +53,11 @@ def test_stream_on_chain_adds_up_to_answer_on_chain(demo_generator, guarded, ite
     assert [f.text for f in facts] == [f.text for f in whole.facts]
     for span in done.facts:
         assert done.text[span.start:span.end] == span.text
+
+
+def test_a_reply_that_ends_with_fact_continues_with_a_constrained_fact(demo_generator, demo_index):
+    """What the agent sends when a chain stopped one hop short: the reply so far, then ``Fact:``."""
+    answer = demo_generator.answer("Where was Laurie Graff born?", reply_prefix="Fact:")
+    assert answer.facts and answer.facts[0].start <= 1  # the very first tokens are the fact
+    assert answer.facts[0].text in {f.text for f in demo_index.facts}
+    assert answer.text[answer.facts[0].start:answer.facts[0].end] == answer.facts[0].text

@@ -124,3 +124,19 @@ def test_the_reply_to_answer_again_from_ends_with_the_last_connected_fact():
         1, "Fact: <Sargis Hovhannisyan> <place of birth> <Yerevan> .\nAnswer:")
     assert connected_reply(question, text, facts[:1]) == (1, "")  # nothing broke: nothing to redo
     assert connected_reply("Where did Buck Owens die?", text, facts) == (0, "")  # nothing connected
+
+
+def test_an_answer_the_question_asks_past_is_a_bridge():
+    from agent.pipeline.chaining import asks_past
+
+    banff = "What is the official language of the country Banff National Park Pavilion is located in?"
+    stated = ["<Banff National Park Pavilion> <country> <Canada> ."]
+    tree = [*stated, "<Canada> <official language> <English> .", "<Canada> <capital> <Ottawa> ."]
+    assert asks_past(banff, "Canada", stated, tree) == "official language"
+    # the same fact answers the one-hop question: nothing asked past it
+    assert asks_past("What country is Banff National Park Pavilion located in?", "Canada", stated, tree) == ""
+    # the answer already is the asked relation's object
+    done = [*stated, "<Canada> <official language> <English> ."]
+    assert asks_past(banff, "English", done, tree) == ""
+    # no tree fact goes on from the answer
+    assert asks_past(banff, "Canada", stated, stated) == ""

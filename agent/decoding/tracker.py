@@ -27,12 +27,6 @@ class TraceState(NamedTuple):
     spans: tuple[tuple[int, int, int], ...] = ()
 
 
-def initial_line(prompt_text: str) -> str | None:
-    """The line state after the prompt: what its last (unfinished) line holds."""
-    line: str | None = ""
-    return advance_line(line, prompt_text.rsplit("\n", 1)[-1])[0]
-
-
 class FactTracker:
     """Binds an index (any object with the FactIndex cursor API) to a tokenizer's vocabulary."""
 
@@ -42,7 +36,12 @@ class FactTracker:
         self._end = frozenset(int(t) for t in vocab.end_tokens)
 
     def start(self, prompt_text: str = "") -> TraceState:
-        return TraceState(line=initial_line(prompt_text))
+        """The state before the first generated token. A prompt that ends with ``Fact:`` (a reply
+        prefix asking for one more fact) starts inside a fact line: the first token is constrained."""
+        line, fired = advance_line("", prompt_text.rsplit("\n", 1)[-1])
+        if fired:
+            return TraceState(line, True, self.index.root(), 0)
+        return TraceState(line=line)
 
     def advance(self, state: TraceState, token: int, pos: int) -> TraceState:
         """The state after ``token`` was generated at token position ``pos``."""

@@ -86,6 +86,41 @@ def hop_query(question: str, fact: str, entity: str) -> str:
     return f"{entity}: {question}"
 
 
+def asks_past(question: str, answer: str, stated: Sequence[str], tree: Sequence[str]) -> str:
+    """The relation ``question`` asks of ``answer`` itself, when ``answer`` is a bridge: the
+    object of a stated triple, and the subject of a ``tree`` triple whose relation the question
+    names but no stated fact answering it has ("the official language of the country Banff
+    National Park Pavilion is located in": "Canada" answers <country>, and <Canada> <official
+    language> is in the tree). "" when the answer is not one.
+
+    >>> asks_past("What is the official language of the country CBY-3 is from?", "Canada",
+    ...           ["<CBY-3> <country of origin> <Canada> ."], ["<Canada> <official language> <English> ."])
+    'official language'
+    """
+    from ..eval.metrics import normalize_answer
+
+    target = normalize_answer(answer)
+    if not target:
+        return ""
+    used = set()
+    for text in stated:
+        m = _TRIPLE.match(text)
+        if m and normalize_answer(m.group(3)) == target:
+            used.add(normalize_answer(m.group(2)))
+    if not used:
+        return ""
+    asked = f" {normalize_answer(question)} "
+    said = set(stated)
+    for text in tree:
+        m = _TRIPLE.match(text)
+        if m is None or text in said or normalize_answer(m.group(1)) != target:
+            continue
+        relation = normalize_answer(m.group(2))
+        if relation and relation not in used and f" {relation} " in asked:
+            return m.group(2).strip()
+    return ""
+
+
 class ChainingTree:
     """The per-question tree over ``hits`` that grows as facts are stated (see the module
     docstring). ``hit(fact_id)`` is the web hit behind a fact of the tree, found by id."""

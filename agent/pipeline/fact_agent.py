@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
 from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
-from .chaining import ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, connected_reply
-from .grounding import DONT_KNOW, clean_answer, ground, knows
+from .chaining import ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, asks_past, connected_reply
+from .grounding import DONT_KNOW, clean_answer, connected_prefix, ground, knows
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from ..web.web import KnowledgeWeb
 
 TREE_MODES = ("kb", "question", "both")
+# One more fact line and the answer line after it.
+_ONE_FACT_TOKENS = 64
 # How a follow-up is made standalone: "chat" by the chat model, "rules" by rules, "auto" by the
 # chat model when it is an OpenAI-compatible endpoint (the small local models rewrite worse than
 # the rules), else by rules.
@@ -225,7 +227,7 @@ class FactAgent:
     def _after_generate(self, state: _State) -> str:
         from langgraph.graph import END
 
-        if state["attempts"][-1].get("grounded") or _stopped(state):
+        if _final(state["attempts"]).get("grounded") or _stopped(state):
             return END
         if state["rounds"] < self.max_rounds:
             return "subquery"
@@ -313,16 +315,25 @@ class FactAgent:
         hops: list[dict[str, Any]] = []
         self._generate_into(record, state, tree, chain, hops)
         records = [*hops, record]
-        if record.get("grounded") is False and not record.get("stopped"):
+        if record.get("grounded") and chain is not None:
+            # A grounded answer may be a bridge the question goes past: then one more fact.
+            asked = asks_past(state["question"], record["answer"], [f["text"] for f in record["facts"]],
+                              [f.text for f in chain.index.facts])
+            if asked:
+                record["asks_past"] = asked
+                records.extend(self._one_more_fact(record, state, tree, chain, number + 1))
+        elif record.get("grounded") is False and not record.get("stopped"):
             repair = self._reanswer(record, state, tree, chain, number + 1)
             if repair is not None:
                 records.append(repair)
+            else:
+                records.extend(self._one_more_fact(record, state, tree, chain, number + 1))
         attempts = [r for r in records if r["step"] == "generate"]
         return {"attempts": state["attempts"] + attempts, "steps": records}
 
     def _generate_into(self, record: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
                        hops: list[dict[str, Any]], reply_prefix: str = "",
-                       prefix_facts: Sequence[dict[str, Any]] = ()) -> None:
+                       prefix_facts: Sequence[dict[str, Any]] = (), budget: int = ANSWER_LINE_TOKENS) -> None:
         """Run one generation for ``record`` (streaming its tokens, facts and hops) and fill it in."""
         number = record["attempt"]
         t = time.perf_counter()
@@ -337,7 +348,7 @@ class FactAgent:
         hop = chain.on_fact if chain is not None and chain.web is not None else None
         guard = None
         if reply_prefix:
-            options["max_new_tokens"] = ANSWER_LINE_TOKENS
+            options["max_new_tokens"] = budget
         elif (state.get("beams") or self.generator.beams) == 1:
             guard = ChainGuard(state["question"], hop)
             hop = guard.on_fact
@@ -396,6 +407,31 @@ class FactAgent:
         self._generate_into(record, state, tree, None if chain is None else _Frozen(chain), [], prefix,
                             facts[:keep])
         return record
+
+    def _one_more_fact(self, failed: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
+                       number: int) -> list[dict[str, Any]]:
+        """When the chain stopped one hop short, the reply so far, then ``Fact:``: the model states
+        one more fact (constrained, from a tree the hops have grown) before it answers. Short:
+        every stated fact is on the chain but the answer is in none of them ("<Eisbrecher>
+        <country of origin> <Germany>", then "Answer: German"), or the answer is a bridge the
+        question asks past (:func:`~.chaining.asks_past`: "Canada" for the official language of
+        the country X is located in). Nothing is claimed that is not stated. Returns the new
+        attempt after the hops it made (none when it does not apply)."""
+        facts = failed["facts"]
+        if not facts or failed.get("cut") or failed.get("truncated"):
+            return []
+        if connected_prefix(state["question"], [f["text"] for f in facts]) < len(facts):
+            return []
+        end = failed["text"].find("\n", facts[-1]["end"])
+        prefix = (failed["text"] if end < 0 else failed["text"][:end]) + "\nFact:"
+        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree,
+                                  "continues": failed["attempt"]}
+        if chain is not None:
+            record["tree_facts"] = len(chain.index.facts)
+        hops: list[dict[str, Any]] = []
+        self._generate_into(record, state, tree, chain, hops, prefix, facts, budget=_ONE_FACT_TOKENS)
+        return [*hops, record]
+
     def _subquery(self, state: _State) -> dict[str, Any]:
         t = time.perf_counter()
         asked = {q.casefold() for q in state["queries"]}
@@ -440,7 +476,7 @@ class FactAgent:
     def _result(self, state: dict[str, Any], seconds: float) -> AgentAnswer:
         steps = list(state.get("steps", []))
         attempts = state.get("attempts", [])
-        last = attempts[-1] if attempts else {"answer": "", "text": "", "facts": []}
+        last = _final(attempts) if attempts else {"answer": "", "text": "", "facts": []}
         grounded = bool(last.get("grounded"))
         answer = clean_answer(last["answer"]) if grounded else DONT_KNOW
         timings = {"rewrite_s": 0.0, "hop_s": 0.0, "retrieve_s": 0.0, "rerank_s": 0.0, "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0}
@@ -468,6 +504,17 @@ class FactAgent:
         if any(a.get("stopped") for a in attempts):
             trace["stopped"] = True
         return AgentAnswer(trace["question"], answer, last["text"], last["facts"], trace)
+
+
+def _final(attempts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The attempt that answers: the last one, unless it went one fact past a grounded answer
+    and is not grounded itself (then that answer stands)."""
+    last = attempts[-1]
+    if not last.get("grounded") and last.get("continues") is not None:
+        base = next((a for a in attempts if a["attempt"] == last["continues"]), None)
+        if base is not None and base.get("grounded"):
+            return base
+    return last
 
 
 class _Frozen:

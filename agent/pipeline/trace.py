@@ -37,6 +37,10 @@ def describe_step(step: dict[str, Any]) -> str:
         return (f"attempt {step['attempt'] + 1} on {where}: answered again from the {step['kept_facts']} connected "
                 f"fact(s) of attempt {step['reanswer_of'] + 1} ({len(step['dropped'])} dropped): answer "
                 f"{step['answer']!r} in {step['seconds']:.1f} s")
+    if step.get("continues") is not None:
+        return (f"attempt {step['attempt'] + 1} on {where}: one more fact after those of attempt "
+                f"{step['continues'] + 1}: answer {step['answer']!r}, {len(step['facts'])} fact(s) in "
+                f"{step['seconds']:.1f} s")
     if step.get("stopped"):
         return f"attempt {step['attempt'] + 1} on {where}: stopped after {step['seconds']:.1f} s"
     cut = f" (cut: {step['cut']})" if step.get("cut") else ""
