@@ -27,6 +27,16 @@ JOURNAL = ("Who was the first president of the association which published Journ
     (EDITH, "German", [LANGUAGE, CITIZEN], True),  # order stated does not matter
     # the second hop alone: no fact names the question's subject
     (EDITH, "German", [LANGUAGE], False),
+    # a sentence as answer: its words in one chain fact (PopQA, qwen2.5-coder-0.5b)
+    ("What is Carolyn Eisele's occupation?", "Carolyn Eisele is a mathematician.",
+     ["<Carolyn Eisele> <occupation> <mathematician> ."], True),
+    ("What is Carolyn Eisele's occupation?", "Carolyn Eisele is a physicist.",
+     ["<Carolyn Eisele> <occupation> <mathematician> ."], False),
+    # a statement anchors with a whole name of the question, not a first name alone
+    ("In what city was Tony Shields born?", "Tony Clark",
+     ["Tony Clark played in Major League Baseball as a first baseman from 1995 to 2009."], False),
+    ("In what city was Tony Shields born?", "Strabane",
+     ["Tony Shields was born in Strabane, Northern Ireland."], True),
     # a fact about someone else, unconnected to the chain
     ("Where did Buck Owens die?", "Paris", ["<Buck Owens> <place of death> <Bakersfield> .",
                                            "<Marie Curie> <place of death> <Paris> ."], False),

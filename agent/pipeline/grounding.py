@@ -10,7 +10,8 @@ one anyway and answers from it. An answer stands when:
    and years; two triples share an entity only when it is the same one, a statement's names
    may also be part of the other's); and
 2. the answer, normalized (``agent.eval.metrics.normalize_answer``: case, punctuation, articles),
-   is contained word for word in a fact of that chain, or is computed from chain facts by a step
+   is contained word for word in a fact of that chain (a short sentence as answer: its words but
+   small ones like "is", "in" all in one such fact), or is computed from chain facts by a step
    this module shows: a difference of two years ("how many years ..."), a count of one subject's
    objects for one relation, or a yes/no comparison of two triples with the same relation.
 
@@ -40,6 +41,10 @@ _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _YES_NO = {"yes": True, "no": False}
 _ANSWER_PREFIX = re.compile(r"^\s*(?:answer\s*:\s*)+", re.IGNORECASE)
 DONT_KNOW = "I don't know."
+# Words a sentence answer may add to a fact's ("X is a Y", "it was in Z").
+_SMALL_WORDS = frozenset({"is", "was", "are", "were", "be", "been", "it", "its", "he", "she", "they", "his", "her",
+                          "their", "in", "of", "on", "at", "by", "for", "from", "to", "and", "as", "with"})
+_MAX_SENTENCE_WORDS = 16
 _DONT_KNOW_PREFIXES = ("i don't know", "i do not know")
 
 
@@ -94,6 +99,14 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
         if _contains(_fact_words(stated[i].text), words):
             return Grounding(True, f"contained in fact {i + 1} of a chain of {len(chain)} fact"
                                    f"{'' if len(chain) == 1 else 's'}", tuple(chain))
+    # A sentence as answer ("Carolyn Eisele is a mathematician."): its words, less the small
+    # ones, all in one fact of the chain.
+    content = [w for w in words if w not in _SMALL_WORDS]
+    if len(words) > 1 and content and len(words) <= _MAX_SENTENCE_WORDS:
+        for i in chain:
+            if set(content) <= set(_fact_words(stated[i].text)):
+                return Grounding(True, f"its words are in fact {i + 1} of a chain of {len(chain)} fact"
+                                       f"{'' if len(chain) == 1 else 's'}", tuple(chain))
     computed = _computed(norm, [stated[i] for i in chain])
     if computed:
         return Grounding(True, computed, tuple(chain))
@@ -152,20 +165,29 @@ def _parse(text: str) -> _Stated:
     return _Stated(text, None, frozenset(e for e in (normalize_answer(n) for n in names) if e))
 
 
-def _question_names(question: str) -> set[str]:
-    """The question's name words (4+ letters, or years) a statement fact must share to anchor."""
+def _question_names(question: str) -> list[frozenset[str]]:
+    """The question's names, each as its significant words (4+ letters, or years), one of which
+    a statement fact must hold whole to anchor."""
     from ..web.keywords import STOP_WORDS, extract_keywords
 
     keywords = extract_keywords(question)
     names = [k for k in keywords if any(c.isupper() or c.isdigit() for c in k)] or keywords
-    return {w for name in names for w in normalize_answer(name).split()
-            if (len(w) >= 4 and not w.isdigit() or w.isdigit() and len(w) == 4) and w not in STOP_WORDS}
+    out = []
+    for name in names:
+        words = frozenset(w for w in normalize_answer(name).split()
+                          if (len(w) >= 4 and not w.isdigit() or w.isdigit() and len(w) == 4) and w not in STOP_WORDS)
+        if words:
+            out.append(words)
+    return out
 
 
-def _names_in(fact: _Stated, q_names: set[str]) -> bool:
+def _names_in(fact: _Stated, q_names: Sequence[frozenset[str]]) -> bool:
+    """Whether a statement holds a whole name of the question: "Tony Clark played baseball" does
+    not anchor a question about Tony Shields."""
     if fact.triple is not None or not q_names:
         return False
-    return bool(q_names & set(normalize_answer(fact.text).split()))
+    words = set(normalize_answer(fact.text).split())
+    return any(name <= words for name in q_names)
 
 
 def _shares(entity: str, linked: set[str]) -> bool:
