@@ -150,3 +150,16 @@ def test_an_answer_the_question_asks_past_is_a_bridge():
     assert asks_past(banff, "English", done, tree) == ""
     # no tree fact goes on from the answer
     assert asks_past(banff, "Canada", stated, stated) == ""
+
+
+def test_a_follow_up_chain_starts_from_the_whole_conversation():
+    from agent.pipeline.chaining import asked_text
+    from agent.pipeline.grounding import connected_prefix
+
+    turns = [{"role": "system", "content": "Be brief."},
+             {"role": "user", "content": "Where did Buck Owens die?"}, {"role": "assistant", "content": "Bakersfield"},
+             {"role": "user", "content": "What instrument did he play?"}]
+    asked = asked_text(turns)
+    assert "Be brief" not in asked
+    assert connected_prefix(asked, ["<Buck Owens> <instrument> <guitar> ."]) == 1
+    assert connected_prefix(turns[-1]["content"], ["<Buck Owens> <instrument> <guitar> ."]) == 0

@@ -279,11 +279,12 @@ def stream_on_chain(generator: FactGenerator, question: Prompt, *,
 
 
 def asked_text(question: Prompt) -> str:
-    """The question a prompt asks: the text, or a conversation's last user message."""
+    """What a chain may start from: the question, or a conversation's turns (user and assistant)
+    joined, newest last: a follow-up ("And what is their occupation?") names its subject only
+    in an earlier turn."""
     if isinstance(question, str):
         return question
-    users = [turn.get("content", "") for turn in question if turn.get("role") == "user"]
-    return str(users[-1]) if users else ""
+    return "\n".join(str(turn.get("content", "")) for turn in question if turn.get("role") in ("user", "assistant"))
 
 
 def _guarded(generator: FactGenerator, options: dict[str, Any]) -> bool:
