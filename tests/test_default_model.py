@@ -52,3 +52,17 @@ def test_single_hop_answer_is_not_replaced_by_a_later_unrelated_fact(default_gen
     answer = answer_on_chain(default_generator, [question])[0]
     assert answer.answer == gold
     assert ground(question, answer.answer, [f.text for f in answer.facts if f.text not in answer.dropped]).grounded
+
+
+def test_a_chain_one_hop_short_gets_one_more_fact(default_generator):
+    """On the whole KB the model states the district's country, then answers "Russian" from what
+    it knows: not in a stated fact, so withheld, until it states Russia's official language."""
+    from agent.pipeline import FactAgent
+
+    question = "What is the official language of the country Issinsky District is located in?"
+    reply = FactAgent(default_generator, None, tree="kb").answer(question)
+    attempts = [s for s in reply.trace["steps"] if s["step"] == "generate"]
+    assert reply.answer == "Russian" and reply.trace["grounded"]
+    assert [f["text"] for f in reply.facts] == ["<Issinsky District> <country> <Russia> .",
+                                                "<Russia> <official language> <Russian> ."]
+    assert not attempts[0]["grounded"] and attempts[-1]["continues"] == attempts[0]["attempt"]

@@ -121,9 +121,9 @@ class _ItemsCut(StoppingCriteria):
         self.items, self.n_items = items, n_items
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
-        rows = torch.arange(input_ids.shape[0], device=input_ids.device) // max(1, input_ids.shape[0] // self.n_items)
         if not self.items:
             return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        rows = torch.arange(input_ids.shape[0], device=input_ids.device) // max(1, input_ids.shape[0] // self.n_items)
         cut = torch.tensor(sorted(self.items), dtype=torch.long, device=input_ids.device)
         return torch.isin(rows, cut)
 

@@ -222,8 +222,14 @@ def connected_reply(question: str, text: str, facts: Sequence[tuple[str, int]]) 
     keep = connected_prefix(question, [fact for fact, _ in facts])
     if keep == 0 or keep == len(facts):
         return keep, ""
-    end = text.find("\n", facts[keep - 1][1])
-    return keep, (text if end < 0 else text[:end]) + "\nAnswer:"
+    return keep, reply_through(text, facts[keep - 1][1], "Answer:")
+
+
+def reply_through(text: str, end: int, then: str) -> str:
+    """``text`` up to the end of the line holding offset ``end`` (a fact's end), then a new line
+    starting with ``then`` (``Answer:`` or ``Fact:``): where a reply is taken up again."""
+    stop = text.find("\n", end)
+    return (text if stop < 0 else text[:stop]) + "\n" + then
 
 
 # The re-answer writes one line: the answer (the facts it rests on are already stated).
@@ -316,8 +322,7 @@ def _answer_again(generator: FactGenerator, questions: list[Prompt], guard: Chai
     for i, new in zip(again_of, again):
         cut = out[i]
         # What the model wrote, to the end of its last fact's line (a token it began after is cut).
-        end = cut.text.find("\n", cut.facts[-1].end)
-        head = (cut.text if end < 0 else cut.text[:end]) + "\nAnswer:"
+        head = reply_through(cut.text, cut.facts[-1].end, "Answer:")
         facts = [*cut.facts, *(FactSpan(f.start + len(head), f.end + len(head), f.id, f.text, f.source)
                                for f in new.facts)]
         timings = {**cut.timings, "reanswer_s": new.timings.get("generate_s", 0.0)}

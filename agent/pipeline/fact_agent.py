@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
 from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
-from .chaining import ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, asks_past, connected_reply
+from .chaining import ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, asks_past, connected_reply, reply_through
 from .grounding import DONT_KNOW, clean_answer, connected_prefix, ground, knows
 
 if TYPE_CHECKING:
@@ -422,8 +422,7 @@ class FactAgent:
             return []
         if connected_prefix(state["question"], [f["text"] for f in facts]) < len(facts):
             return []
-        end = failed["text"].find("\n", facts[-1]["end"])
-        prefix = (failed["text"] if end < 0 else failed["text"][:end]) + "\nFact:"
+        prefix = reply_through(failed["text"], facts[-1]["end"], "Fact:")
         record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree,
                                   "continues": failed["attempt"]}
         if chain is not None:
