@@ -192,7 +192,8 @@ class AgentMethod:
             "supported": trace["supported"],
             "withheld": trace.get("withheld"),
             "attempts": [{"tree": a["tree"], "answer": a["answer"], "facts": len(a["facts"]),
-                          "tokens": a["tokens"]} for a in attempts],
+                          "tokens": a["tokens"], **({"continues": a["continues"]} if "continues" in a else {})}
+                         for a in attempts],
             "subqueries": trace["subqueries"],
             "reranked": [{"id": i, "text": retrieved[i]["text"]} for i in (chosen[-1] if chosen else [])
                          if i in retrieved],
