@@ -73,6 +73,34 @@ def test_computed_answers_show_their_step():
     assert ground(question, "no", differ).grounded and not ground(question, "yes", differ).grounded
 
 
+# Two statements, one on each side of a comparison (2WikiMultiHopQA-style wording, own facts).
+ALPHA = "Mirrow Lake is a 1931 Canadian drama film directed by Ellen Tobe."
+BETA = "Quiet Harbour is a 1928 Canadian silent film directed by Paul Dray."
+GAMMA = "Quiet Harbour is a 1928 Danish silent film directed by Paul Dray."
+
+
+def test_a_yes_shown_by_two_statements_that_hold_the_same_value():
+    question = "Are both Mirrow Lake and Quiet Harbour from the same country?"
+    verdict = ground(question, "Yes.", [ALPHA, BETA])
+    assert verdict.grounded and verdict.how == "comparison: facts 1 and 2, one on each side, both say 'canadian'"
+    assert not ground(question, "Yes.", [ALPHA, GAMMA]).grounded  # nothing the two share
+    assert not ground(question, "No.", [ALPHA, GAMMA]).grounded  # words do not show a difference
+    assert not ground(question, "Yes.", [ALPHA]).grounded  # one side only
+    # a value the question itself names is not evidence ("film" aside, "1928" is the question's)
+    assert not ground("Were Mirrow Lake and Quiet Harbour both made in 1928?", "Yes.",
+                      ["Mirrow Lake is a 1928 drama film.", "Quiet Harbour is a 1928 silent film."]).grounded
+
+
+def test_a_choice_question_takes_one_of_its_options():
+    question = "Which film came out first, Mirrow Lake or Quiet Harbour?"
+    assert ground(question, "Quiet Harbour", [ALPHA, BETA]).grounded
+    assert ground(question, "mirrow lake", [ALPHA, BETA]).grounded
+    # the director is in a stated fact, but the question asks which of the two films
+    verdict = ground(question, "Paul Dray", [ALPHA, BETA])
+    assert not verdict.grounded and verdict.how == (
+        "the question offers a choice (mirrow lake or quiet harbour) and the answer is neither")
+
+
 def test_chain_indices_and_answer_label():
     verdict = ground(EDITH, "Answer: German", [CITIZEN, LANGUAGE])
     assert verdict.grounded and verdict.facts == (0, 1) and "fact 2" in verdict.how

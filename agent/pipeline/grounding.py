@@ -13,7 +13,11 @@ one anyway and answers from it. An answer stands when:
    is contained word for word in a fact of that chain (a short sentence as answer: its words but
    small ones like "is", "in" all in one such fact), or is computed from chain facts by a step
    this module shows: a difference of two years ("how many years ..."), a count of one subject's
-   objects for one relation, or a yes/no comparison of two triples with the same relation.
+   objects for one relation, a yes/no comparison of two triples with the same relation, or a
+   "yes" shown by two statements, one on each side of the question, that hold the same name or
+   year ("American" for "Are both X and Y from the same country?").
+
+A choice question ("Which film came out first, X or Y?") takes an answer naming X or Y only.
 
 Anything else is not proven, whatever it says; the agent then tries the next tree and in the
 end answers "I don't know.", keeping the withheld answer in the trace.
@@ -39,6 +43,10 @@ _POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])")
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _YES_NO = {"yes": True, "no": False}
+# "Which film came out first, X or Y?": the two options after the last comma.
+_CHOICE = re.compile(r",\s*([^,]+?)\s+or\s+([^,]+?)\s*\?$")
+# A value a statement holds: a capitalized word (a name, a nationality) of 3+ letters, or a year.
+_VALUE_WORD = re.compile(r"\b(?:[A-Z][^\W\d_]{2,}|1[0-9]{3}|20[0-9]{2})\b")
 _ANSWER_PREFIX = re.compile(r"^\s*(?:answer\s*:\s*)+", re.IGNORECASE)
 DONT_KNOW = "I don't know."
 # Words a sentence answer may add to a fact's ("X is a Y", "it was in Z").
@@ -95,6 +103,10 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
     if not norm:
         return Grounding(False, "the answer is empty once normalized")
     words = norm.split()
+    options = choice_options(question)
+    if options and not any(_contains(words, o) or _contains(o, words) for o in options):
+        return Grounding(False, f"the question offers a choice ({' or '.join(' '.join(o) for o in options)}) "
+                                "and the answer is neither", tuple(chain))
     for i in chain:
         if _contains(_fact_words(stated[i].text), words):
             return Grounding(True, f"contained in fact {i + 1} of a chain of {len(chain)} fact"
@@ -107,7 +119,7 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
             if set(content) <= set(_fact_words(stated[i].text)):
                 return Grounding(True, f"its words are in fact {i + 1} of a chain of {len(chain)} fact"
                                        f"{'' if len(chain) == 1 else 's'}", tuple(chain))
-    computed = _computed(norm, [stated[i] for i in chain])
+    computed = _computed(norm, [stated[i] for i in chain], question)
     if computed:
         return Grounding(True, computed, tuple(chain))
     return Grounding(False, f"the answer is in no fact of the chain ({len(chain)} fact"
@@ -165,13 +177,16 @@ def _parse(text: str) -> _Stated:
     return _Stated(text, None, frozenset(e for e in (normalize_answer(n) for n in names) if e))
 
 
-def _question_names(question: str) -> list[frozenset[str]]:
+def _question_names(question: str, split_and: bool = False) -> list[frozenset[str]]:
     """The question's names, each as its significant words (4+ letters, or years), one of which
-    a statement fact must hold whole to anchor."""
+    a statement fact must hold whole to anchor. ``split_and``: "Cupid The Cowpuncher and
+    Hashimura Togo" is two names (the two sides of a comparison)."""
     from ..web.keywords import STOP_WORDS, extract_keywords
 
     keywords = extract_keywords(question)
     names = [k for k in keywords if any(c.isupper() or c.isdigit() for c in k)] or keywords
+    if split_and:
+        names = [part for name in names for part in re.split(r"\s+and\s+", name)]
     out = []
     for name in names:
         words = frozenset(w for w in normalize_answer(name).split()
@@ -206,7 +221,17 @@ def _contains(outer: Sequence[str], inner: Sequence[str]) -> bool:
     return n > 0 and any(list(outer[i:i + n]) == list(inner) for i in range(len(outer) - n + 1))
 
 
-def _computed(answer: str, chain: Sequence[_Stated]) -> str:
+def choice_options(question: str) -> list[list[str]]:
+    """The two options of a choice question ("Which film came out first, X or Y?", "Who is
+    older, X or Y?"), each as normalized words; [] for any other question."""
+    m = _CHOICE.search(question.strip())
+    if not m:
+        return []
+    options = [normalize_answer(o).split() for o in m.groups()]
+    return options if all(options) else []
+
+
+def _computed(answer: str, chain: Sequence[_Stated], question: str = "") -> str:
     """How ``answer`` follows from ``chain`` by a shown step, or ""."""
     if _NUMBER.match(answer):
         value = float(answer)
@@ -235,4 +260,36 @@ def _computed(answer: str, chain: Sequence[_Stated]) -> str:
                 if same == _YES_NO[answer]:
                     return (f"comparison: <{first}> and <{second}> {'share' if same else 'differ in'} "
                             f"<{predicate}>")
+        if _YES_NO[answer] and question:
+            shared = _shared_value(question, chain)
+            if shared:
+                return shared
+    return ""
+
+
+def _shared_value(question: str, chain: Sequence[_Stated]) -> str:
+    """A "yes" to "Are both X and Y from the same country?" shown by two statements, one naming
+    X and one naming Y, that both hold the same name or year the question does not ("American").
+    Only "yes": that two free-text facts differ in the asked respect is not shown by words."""
+    q_names = _question_names(_POSSESSIVE.sub(r"\1", question), split_and=True)
+    if len(q_names) < 2:
+        return ""
+    q_words = set(normalize_answer(question).split())
+    about: list[tuple[int, frozenset[str], set[str]]] = []
+    for fact in chain:
+        if fact.triple is not None:
+            continue
+        words = set(normalize_answer(fact.text).split())
+        named = [n for n in q_names if n <= words]
+        if len(named) != 1:  # a fact naming both (or neither) compares nothing
+            continue
+        values = {normalize_answer(w) for w in _VALUE_WORD.findall(fact.text)} - q_words - _SMALL_WORDS
+        about.append((chain.index(fact), named[0], {v for v in values if v}))
+    for i, (first, name_a, values_a) in enumerate(about):
+        for second, name_b, values_b in about[i + 1:]:
+            if name_a == name_b or name_a & name_b:
+                continue
+            common = sorted(values_a & values_b)
+            if common:
+                return f"comparison: facts {first + 1} and {second + 1}, one on each side, both say {common[0]!r}"
     return ""
