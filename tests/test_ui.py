@@ -92,7 +92,7 @@ def test_trace_panel_shows_how_a_follow_up_was_understood_its_hops_and_its_groun
                "standalone": "What instrument did Buck Owens play?",
                "how": "pronoun 'he' -> 'Buck Owens' (from the previous question)", "seconds": 0.01}
     hop = {"step": "hop", "fact": "<Buck Owens> <place of death> <Bakersfield> .", "entity": "Bakersfield",
-           "added": ["<Bakersfield> <country> <United States> .", "<Bakersfield> <located in> <Kern County> ."],
+           "query": "What instrument did Bakersfield play?", "added": ["<Bakersfield> <country> <United States> .", "<Bakersfield> <located in> <Kern County> ."],
            "seconds": 0.2}
     generate = {"step": "generate", "attempt": 0, "tree": "kb", "answer": "guitar", "facts": [fact],
                 "text": f"Fact: {fact['text']}\nAnswer: guitar", "tokens": 20, "prompt_tokens": 90, "seconds": 2.0,
@@ -111,6 +111,7 @@ def test_trace_panel_shows_how_a_follow_up_was_understood_its_hops_and_its_groun
     assert '<details class="fw-step fw-step-rewrite">' in html and '<details class="fw-step fw-step-hop">' in html
     assert "hop: 'Bakersfield' in a stated fact brought 2 more facts into the tree" in text
     assert "<Bakersfield> <located in> <Kern County> ." in text
+    assert "searched Bakersfield in the question's context (“What instrument did Bakersfield play?”)" in text
     assert step_line(rewrite) == ("understood as 'What instrument did Buck Owens play?' "
                                   "(pronoun 'he' -> 'Buck Owens' (from the previous question))")
     assert step_line({"step": "rewrite", "question": "Q?", "standalone": "Q?", "how": "no earlier turn"}) == \

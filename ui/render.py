@@ -170,7 +170,9 @@ def _step_html(step: dict[str, Any], selected: set[str]) -> str:
                 f'<p class="fw-dim">{_e(step.get("how", ""))}</p>')
     elif kind == "hop":
         body = (f'<p>from the stated fact <span class="fw-fact-text">{_e(step.get("fact", ""))}</span>, '
-                f'searched <b>{_e(step.get("entity", ""))}</b>:</p><ul>'
+                f'searched <b>{_e(step.get("entity", ""))}</b>'
+                + (f' in the question\'s context (“{_e(step["query"])}”)' if step.get("query") else "")
+                + ':</p><ul>'
                 + "".join(f'<li class="fw-fact-text">{_e(t)}</li>' for t in step.get("added") or []) + "</ul>")
     elif kind == "retrieve":
         body = _hits_table(step, selected)
