@@ -180,6 +180,24 @@ def test_an_answer_the_question_asks_past_is_a_bridge():
     assert asks_past(banff, "Canada", stated, stated) == ""
 
 
+def test_a_statement_answer_that_fills_a_role_the_question_goes_past_is_a_bridge():
+    from agent.pipeline.chaining import asks_past
+
+    film = ["Mirrow Lake is a 1931 Canadian drama film directed by Ellen Tobe and produced by Paul Dray."]
+    assert asks_past("Who is the mother of the director of film Mirrow Lake?", "Ellen Tobe", film, []) == "director"
+    assert asks_past("Where did the director of Mirrow Lake study?", "Ellen Tobe", film, []) == "director"
+    # the role is what is asked: Ellen Tobe is the answer
+    assert asks_past("Who is the director of film Mirrow Lake?", "Ellen Tobe", film, []) == ""
+    assert asks_past("Who directed Mirrow Lake?", "Ellen Tobe", film, []) == ""
+    # the answer is in the fact, but not in the role ("produced by")
+    assert asks_past("Who is the mother of the director of film Mirrow Lake?", "Paul Dray", film, []) == ""
+    father = ["Anna Vell was born in Oslo; her father Jon Vell was a painter."]
+    assert asks_past("What is the place of death of Anna Vell's father?", "Jon Vell", father, []) == "father"
+    assert asks_past("Where did Anna Vell's father die?", "Jon Vell", father, []) == "father"
+    assert asks_past("Who was Anna Vell's father?", "Jon Vell", father, []) == ""  # asked, not past
+    assert asks_past("Where did Anna Vell's father die?", "Oslo", father, []) == ""  # no role before it
+
+
 def test_a_follow_up_chain_starts_from_the_whole_conversation():
     from agent.pipeline.chaining import asked_text
     from agent.pipeline.grounding import connected_prefix

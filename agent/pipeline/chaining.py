@@ -91,7 +91,8 @@ def asks_past(question: str, answer: str, stated: Sequence[str], tree: Sequence[
     object of a stated triple, and the subject of a ``tree`` triple whose relation the question
     names but no stated fact answering it has ("the official language of the country Banff
     National Park Pavilion is located in": "Canada" answers <country>, and <Canada> <official
-    language> is in the tree). "" when the answer is not one.
+    language> is in the tree); or, in a stated statement, the one who fills a role the question
+    goes past (:func:`_statement_role`; then the role). "" when the answer is not one.
 
     >>> asks_past("What is the official language of the country CBY-3 is from?", "Canada",
     ...           ["<CBY-3> <country of origin> <Canada> ."], ["<Canada> <official language> <English> ."])
@@ -108,7 +109,7 @@ def asks_past(question: str, answer: str, stated: Sequence[str], tree: Sequence[
         if m and normalize_answer(m.group(3)) == target:
             used.add(normalize_answer(m.group(2)))
     if not used:
-        return ""
+        return _statement_role(question, target, [t for t in stated if not _TRIPLE.match(t)])
     asked = f" {normalize_answer(question)} "
     said = set(stated)
     for text in tree:
@@ -118,6 +119,38 @@ def asks_past(question: str, answer: str, stated: Sequence[str], tree: Sequence[
         relation = normalize_answer(m.group(2))
         if relation and relation not in used and f" {relation} " in asked:
             return m.group(2).strip()
+    return ""
+
+
+# A role the question goes past: "the mother of the director of X", "the place of death of X's
+# father", "where did the director of X study".
+_PAST_ROLES = (re.compile(r"\b[a-z-]+ of (?:the |a |an )?([a-z]+) of\b"),
+               re.compile(r"\b(?:did|does|do) (?:the |a |an )?([a-z]+) of\b"),
+               re.compile(r"\b(?:of|did|does|do) [^?,]*?['’]s ([a-z]+)\b"))
+_ROLE_WINDOW = 4  # words before the answer in which a statement names the role
+
+
+def _statement_role(question: str, target: str, statements: Sequence[str]) -> str:
+    """The role ``target`` fills in a stated statement when the question asks past that role
+    ("Who is the mother of the director of film X?" and "X is a film directed by Karan Johar":
+    Karan Johar is the director, not the answer), else "". The role is named by its stem
+    (first five letters: "director", "directed") within a few words before the answer."""
+    from ..eval.metrics import normalize_answer
+
+    roles = {m.group(1) for pattern in _PAST_ROLES for m in pattern.finditer(question.lower())}
+    if not roles:
+        return ""
+    want = target.split()
+    for text in statements:
+        words = normalize_answer(text).split()
+        for i in range(len(words) - len(want) + 1):
+            if words[i:i + len(want)] != want:
+                continue
+            before = words[max(0, i - _ROLE_WINDOW):i]
+            for role in sorted(roles):
+                stem = role[:5]
+                if any(w.startswith(stem) for w in before):
+                    return role
     return ""
 
 
