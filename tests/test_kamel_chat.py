@@ -56,6 +56,13 @@ def test_construction_is_deterministic_by_seed(demo):
     # Items whose facts are all in the web (the dev split) come first: 40 items are all such.
     assert all(q.meta["in_web"] for q in demo["questions"])
     assert len({tuple(q.meta["relations"]) for q in demo["questions"] if q.meta["kind"] == "two-hop"}) > 3
+    # One kind only: the same items of that kind, first as many as asked.
+    chains = kamel_chat_questions(demo_kamel_root(), limit=30, seed=0, kind="two-hop")
+    assert len(chains) == 30 and {q.meta["stratum"] for q in chains} == {"two-hop"}
+    mixed = [q.id for q in demo["questions"] if q.meta["kind"] == "two-hop"]
+    assert [q.id for q in chains][:len(mixed)] == mixed
+    with pytest.raises(ValueError, match="kind must be one of"):
+        kamel_chat_questions(demo_kamel_root(), limit=2, kind="three-hop")
 
 
 def test_follow_ups_name_no_subject_and_their_history_does(demo):

@@ -78,7 +78,7 @@ def _eval_options(f):
 
 def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, model, beams, max_tokens, batch_size, k,
          max_rounds, judge, judge_base_url, judge_model, seed, samples, kgd_chunks, nli_model, device, dtype,
-         out) -> None:
+         out, kind: str | None = None) -> None:
     from tqdm.auto import tqdm
 
     from ..settings import load_settings
@@ -90,13 +90,13 @@ def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, mode
     path = data_path(dataset, data)
     methods = tuple(methods) or default_methods(dataset)
     # Loading the questions first checks the data before any model is loaded.
-    total = len(load_questions(dataset, path, limit=limit, split=split, seed=seed)) * len(set(methods))
+    total = len(load_questions(dataset, path, limit=limit, split=split, seed=seed, kind=kind)) * len(set(methods))
     with tqdm(total=total, desc=f"{dataset}: answering", unit=" q", file=sys.stderr) as bar:
         report = run_evaluation(dataset, settings=settings, data=path, methods=methods, limit=limit, split=split,
                                 batch_size=batch_size, judge=judge, judge_base_url=judge_base_url,
                                 judge_model=judge_model, seed=seed, on_progress=bar.update,
                                 kgd=KGDOptions(samples=samples, chunks=kgd_chunks, nli_model=nli_model),
-                                out_dir=out)
+                                out_dir=out, kind=kind)
     click.echo(report.markdown())
     if out is not None:
         json_path, md_path = report.paths(out)
@@ -201,8 +201,10 @@ def eval_2wiki(**options) -> None:
 
 
 @eval_group.command("kamel-chat", short_help="KAMEL conversations: follow-ups and two-hop chains.")
+@click.option("--kind", type=click.Choice(["follow-up", "two-hop"]), default=None,
+              help="Only follow-up items or only two-hop chains (default: both, alternated).")
 @_eval_options
-def eval_kamel_chat(**options) -> None:
+def eval_kamel_chat(kind, **options) -> None:
     """Conversations built (seeded) from a KAMEL folder (default: the bundled demo KB): follow-ups
     asked with a pronoun after a first turn that is given (question and gold reply), each beside
     the same question asked standalone, and two-hop questions along KB chains (a person's country
@@ -213,5 +215,6 @@ def eval_kamel_chat(**options) -> None:
     \b
     Example:
       factweave eval kamel-chat --limit 30 --model qwen2.5-coder-1.5b --no-judge --out runs/
+      factweave eval kamel-chat --kind two-hop --limit 30 --no-judge --out runs/
     """
-    _run("kamel-chat", **options)
+    _run("kamel-chat", kind=kind, **options)

@@ -209,10 +209,14 @@ def _interleave(groups: dict[str, list[dict]], rng: random.Random) -> list[dict]
     return [g[depth] for depth in range(max((len(g) for g in ordered), default=0)) for g in ordered if depth < len(g)]
 
 
-def kamel_chat_questions(root: str | Path, *, limit: int | None = None, seed: int = 0) -> list[EvalQuestion]:
+def kamel_chat_questions(root: str | Path, *, limit: int | None = None, seed: int = 0,
+                         kind: str | None = None) -> list[EvalQuestion]:
     """``limit`` items (all when None) of the KAMEL folder ``root`` as questions, seeded (see
     the module docstring): follow-up items give a ``follow-up`` and a ``standalone`` question,
-    two-hop items a ``two-hop`` question."""
+    two-hop items a ``two-hop`` question. ``kind``: only that kind's items (``KINDS``)."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    only = kind
     root = Path(root)
     relations = relation_ids(root)
     labels, templates = property_labels(root), question_templates(root)
@@ -226,7 +230,7 @@ def kamel_chat_questions(root: str | Path, *, limit: int | None = None, seed: in
         per_kind[kind] = _interleave(tiers[0], rng) + _interleave(tiers[1], rng)
     picked: list[tuple[str, dict]] = []
     for depth in range(max(len(v) for v in per_kind.values())):
-        picked.extend((kind, per_kind[kind][depth]) for kind in KINDS if depth < len(per_kind[kind]))
+        picked.extend((k, per_kind[k][depth]) for k in KINDS if depth < len(per_kind[k]) and only in (None, k))
         if limit is not None and len(picked) >= limit:
             break
     if limit is not None:

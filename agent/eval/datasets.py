@@ -89,17 +89,18 @@ def data_path(dataset: str, data: str | Path | None = None) -> Path:
 
 
 def load_questions(dataset: str, data: str | Path | None = None, *, limit: int | None = None,
-                   split: str = "dev", seed: int = 0) -> list[EvalQuestion]:
+                   split: str = "dev", seed: int = 0, kind: str | None = None) -> list[EvalQuestion]:
     """``limit`` questions of ``dataset`` (KAMEL: of ``split``), stratified and seeded
     (:func:`sample_questions`); ``kamel-chat``: ``limit`` items built from the KAMEL folder
-    (:func:`agent.eval.conversations.kamel_chat_questions`; a follow-up item is two questions)."""
+    (:func:`agent.eval.conversations.kamel_chat_questions`; a follow-up item is two questions;
+    ``kind``: follow-ups or two-hop chains only)."""
     path = data_path(dataset, data)
     if limit is not None and limit < 0:
         raise FactweaveError(f"limit must be 0 or more, got {limit}")
     if dataset == "kamel-chat":
         from .conversations import kamel_chat_questions
 
-        return kamel_chat_questions(path, limit=limit, seed=seed)
+        return kamel_chat_questions(path, limit=limit, seed=seed, kind=kind)
     if dataset == "kamel":
         from ..knowledge.kamel import kamel_questions
 

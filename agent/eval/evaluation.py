@@ -159,10 +159,11 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
                    batch_size: int = 4, judge: bool = True, judge_base_url: str | None = None,
                    judge_model: str | None = None, seed: int = 0, progress: bool = True,
                    loaded: LoadedModel | None = None, kgd: KGDOptions | None = None,
-                   out_dir: Path | None = None,
+                   out_dir: Path | None = None, kind: str | None = None,
                    on_progress: Callable[[int], None] | None = None) -> EvalReport:
     """Evaluate ``methods`` on ``limit`` questions of ``dataset`` (stratified, seeded) with the
-    model and agent settings of ``settings`` (``loaded``: reuse a model already loaded).
+    model and agent settings of ``settings`` (``loaded``: reuse a model already loaded;
+    ``kind``: kamel-chat's follow-ups or two-hop chains only).
 
     With ``out_dir``, every finished question is saved there at once
     (:class:`~agent.eval.resume.RowLog`), a run with the same settings asks only the questions
@@ -182,13 +183,14 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
                              "use it with `factweave eval kamel`")
     kgd = kgd or KGDOptions()
     path = data_path(dataset, data)
-    questions = load_questions(dataset, path, limit=limit, split=split, seed=seed)
+    questions = load_questions(dataset, path, limit=limit, split=split, seed=seed, kind=kind)
     if not questions:
         raise FactweaveError(f"no {dataset} questions in {path}")
     names = [m for m in METHODS if m in methods]
     uses_kgd = bool(KGD_VARIANTS.keys() & set(names))
     run_settings: dict[str, Any] = {
         "data": str(path), "split": split if dataset == "kamel" else None, "limit": limit,
+        **({"kind": kind} if kind else {}),
         "web_reachable": (sum(bool(q.meta.get("in_web")) for q in questions)
                           if dataset == "kamel-chat" else None),
         "questions": len(questions), "methods": names,
