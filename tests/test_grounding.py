@@ -101,6 +101,17 @@ def test_a_choice_question_takes_one_of_its_options():
         "the question offers a choice (mirrow lake or quiet harbour) and the answer is neither")
 
 
+def test_a_sentence_that_says_a_stated_triple_is_answered_by_its_object():
+    occupation = ["<Carolyn Eisele> <occupation> <mathematician> ."]
+    question = "What is Carolyn Eisele's occupation?"
+    assert ground(question, "Carolyn Eisele is a mathematician.", occupation).short == "mathematician"
+    assert ground(question, "Her occupation is mathematician.", occupation).short == "mathematician"
+    assert ground(question, "mathematician", occupation).short == ""  # already short
+    # a sentence grounded in a statement stays as it is
+    assert ground("Where was Tony Shields born?", "He was born in Strabane.",
+                  ["Tony Shields was born in Strabane."]).short == ""
+
+
 def test_chain_indices_and_answer_label():
     verdict = ground(EDITH, "Answer: German", [CITIZEN, LANGUAGE])
     assert verdict.grounded and verdict.facts == (0, 1) and "fact 2" in verdict.how

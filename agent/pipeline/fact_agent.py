@@ -477,7 +477,8 @@ class FactAgent:
         attempts = state.get("attempts", [])
         last = _final(attempts) if attempts else {"answer": "", "text": "", "facts": []}
         grounded = bool(last.get("grounded"))
-        answer = clean_answer(last["answer"]) if grounded else DONT_KNOW
+        # A sentence that says a stated triple is answered by the triple's object.
+        answer = ((last.get("grounding") or {}).get("short") or clean_answer(last["answer"])) if grounded else DONT_KNOW
         timings = {"rewrite_s": 0.0, "hop_s": 0.0, "retrieve_s": 0.0, "rerank_s": 0.0, "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0}
         for step in steps:
             timings[f"{step['step']}_s"] += step.get("seconds", 0.0)

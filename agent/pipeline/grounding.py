@@ -59,14 +59,18 @@ _DONT_KNOW_PREFIXES = ("i don't know", "i do not know")
 @dataclass(frozen=True)
 class Grounding:
     """``grounded``: whether the answer stands; ``how``: one line for the trace; ``facts``: the
-    indices (into the stated facts) of the chain it rests on."""
+    indices (into the stated facts) of the chain it rests on; ``short``: for a sentence answer
+    that says a stated triple ("Carolyn Eisele is a mathematician."), the triple's object
+    ("mathematician"), the answer itself; "" otherwise."""
 
     grounded: bool
     how: str
     facts: tuple[int, ...] = ()
+    short: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"grounded": self.grounded, "how": self.how, "facts": list(self.facts)}
+        return {"grounded": self.grounded, "how": self.how, "facts": list(self.facts),
+                **({"short": self.short} if self.short else {})}
 
 
 @dataclass(frozen=True)
@@ -118,12 +122,24 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
         for i in chain:
             if set(content) <= set(_fact_words(stated[i].text)):
                 return Grounding(True, f"its words are in fact {i + 1} of a chain of {len(chain)} fact"
-                                       f"{'' if len(chain) == 1 else 's'}", tuple(chain))
+                                       f"{'' if len(chain) == 1 else 's'}", tuple(chain), _short(stated[i], words))
     computed = _computed(norm, [stated[i] for i in chain], question)
     if computed:
         return Grounding(True, computed, tuple(chain))
     return Grounding(False, f"the answer is in no fact of the chain ({len(chain)} fact"
                             f"{'' if len(chain) == 1 else 's'}) and no step computes it", tuple(chain))
+
+
+def _short(fact: _Stated, words: Sequence[str]) -> str:
+    """A triple's object when the sentence answer ``words`` says the triple (names its object,
+    and nothing but the triple's words and small ones): the answer without the sentence."""
+    if fact.triple is None:
+        return ""
+    obj_words = normalize_answer(fact.triple[2]).split()
+    said = set(_fact_words(fact.text)) | _SMALL_WORDS
+    if obj_words and _contains(list(words), obj_words) and set(words) <= said:
+        return fact.triple[2]
+    return ""
 
 
 def connected_prefix(question: str, facts: Sequence[str]) -> int:
