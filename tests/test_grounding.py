@@ -91,6 +91,17 @@ def test_a_yes_shown_by_two_statements_that_hold_the_same_value():
                       ["Mirrow Lake is a 1928 drama film.", "Quiet Harbour is a 1928 silent film."]).grounded
 
 
+def test_an_answer_that_only_repeats_the_question_is_not_grounded():
+    fact = ["Leonida Tonelli (19 April 1885 – 12 March 1946) was an Italian mathematician."]
+    verdict = ground("What is Leonida Tonelli's occupation?", "Leonida Tonelli", fact)
+    assert not verdict.grounded and verdict.how == "the answer only repeats a name the question asks about"
+    assert ground("What is Leonida Tonelli's occupation?", "mathematician", fact).grounded
+    # part of a name is not the name
+    assert ground("Which country is Mexico City in?", "Mexico", ["<Mexico City> <country> <Mexico> ."]).grounded
+    # a choice question's options are in the question by design
+    assert ground("Which film came out first, Mirrow Lake or Quiet Harbour?", "Mirrow Lake", [ALPHA, BETA]).grounded
+
+
 def test_a_choice_question_takes_one_of_its_options():
     question = "Which film came out first, Mirrow Lake or Quiet Harbour?"
     assert ground(question, "Quiet Harbour", [ALPHA, BETA]).grounded

@@ -17,7 +17,9 @@ one anyway and answers from it. An answer stands when:
    "yes" shown by two statements, one on each side of the question, that hold the same name or
    year ("American" for "Are both X and Y from the same country?").
 
-A choice question ("Which film came out first, X or Y?") takes an answer naming X or Y only.
+A choice question ("Which film came out first, X or Y?") takes an answer naming X or Y only;
+any other question, no answer that only repeats a whole name it asks about ("Leonida Tonelli"
+for what Leonida Tonelli's occupation is; "Mexico" for the country of Mexico City may stand).
 
 Anything else is not proven, whatever it says; the agent then tries the next tree and in the
 end answers "I don't know.", keeping the withheld answer in the trace.
@@ -111,6 +113,9 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
     if options and not any(_contains(words, o) or _contains(o, words) for o in options):
         return Grounding(False, f"the question offers a choice ({' or '.join(' '.join(o) for o in options)}) "
                                 "and the answer is neither", tuple(chain))
+    if not options and any(name <= set(words) for name in _question_names(_POSSESSIVE.sub(r"\1", question))) \
+            and _contains(normalize_answer(_POSSESSIVE.sub(r"\1", question)).split(), words):
+        return Grounding(False, "the answer only repeats a name the question asks about", tuple(chain))
     for i in chain:
         if _contains(_fact_words(stated[i].text), words):
             return Grounding(True, f"contained in fact {i + 1} of a chain of {len(chain)} fact"
