@@ -16,9 +16,9 @@ web_option = click.option(
     "--web", "web_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
     help="Knowledge web to retrieve from (see `factweave web build`); default the demo web, built on first use.")
 tree_option = click.option(
-    "--tree", type=click.Choice(["kb", "question", "both"]), default=None,
-    help="Fact tree while generating: the KB (no retrieval), a per-question tree of the re-ranked facts, or "
-         "both (per-question first; the default).")
+    "--tree", type=click.Choice(["kb", "question", "both", "kb-first"]), default=None,
+    help="Fact tree while generating: the KB (no retrieval), a per-question tree of the re-ranked facts, "
+         "both (per-question first; the default) or kb-first (the KB, then retrieval when not grounded).")
 rerank_option = click.option("--rerank/--no-rerank", default=None,
                              help="Let the chat model pick the retrieved facts (default: on).")
 

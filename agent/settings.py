@@ -98,7 +98,9 @@ class Settings(BaseSettings):
                                                     "default gpt-4o-mini at OpenAI, the first one served elsewhere.")
 
     # the agent
-    tree: Literal["kb", "question", "both"] = Field("both", description="Fact tree while generating (FACTWEAVE_TREE).")
+    tree: Literal["kb", "question", "both", "kb-first"] = Field(
+        "both", description="Fact tree while generating (FACTWEAVE_TREE): kb, question, both (question, then kb) "
+                            "or kb-first (kb, then retrieval and the question tree).")
     rerank: bool = Field(True, description="Let the chat model pick the retrieved facts (FACTWEAVE_RERANK).")
     k: int = Field(10, ge=1, le=200, description="Facts retrieved per query (FACTWEAVE_K).")
     max_rounds: int = Field(1, ge=0, le=5, description="Sub-query rounds when the facts found do not suffice "

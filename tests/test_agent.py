@@ -138,3 +138,25 @@ def test_subquery_from_the_chat_model_feeds_the_next_tree(demo_generator, small_
         assert len(rounds) == 1
     else:  # a second round asks the same query again: it is not searched twice, and the loop ends
         assert len(rounds) == 2 and rounds[1]["queries"] == [] and steps[-1]["step"] == "subquery"
+
+
+def test_kb_first_answers_from_the_kb_and_searches_only_when_that_is_not_grounded(demo_generator, small_web):
+    """``kb-first``: the whole KB first, no retrieval; retrieval and the per-question tree only
+    for a question the KB answer is not grounded for (Zorblax Station is in the web, not the KB)."""
+    agent = FactAgent(demo_generator, small_web, tree="kb-first", k=8)
+    kb = {f.text for f in load_facts(demo_kamel_root())}
+
+    known = agent.answer("Where was Laurie Graff born?")
+    assert known.answer == "New York" and known.trace["grounded"]
+    assert [s["step"] for s in known.trace["steps"]][0] == "generate"
+    assert all(s["step"] == "generate" and s["tree"] == "kb" for s in known.trace["steps"])  # nothing searched
+    assert all(f["text"] in kb for f in known.facts) and known.facts
+
+    unknown = agent.answer("Who founded Zorblax Station?")
+    steps = unknown.trace["steps"]
+    assert steps[0]["step"] == "generate" and steps[0]["tree"] == "kb" and not steps[0]["grounded"]
+    kinds = [s["step"] for s in steps]
+    assert "retrieve" in kinds and kinds.index("retrieve") > 0
+    assert any(s["step"] == "generate" and s["tree"] == "question" for s in steps)
+    if unknown.knows:  # an answer only with a retrieved fact behind it
+        assert unknown.trace["grounded"] and all(f["tree"] == "question" for f in unknown.facts)

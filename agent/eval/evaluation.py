@@ -143,13 +143,19 @@ def _kgd_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings, 
             for v in wanted}
 
 
+def _agent_tree(settings: Settings) -> str:
+    """The agent's tree order in an evaluation: the settings' ``both`` or ``kb-first`` (a single
+    tree is not the agent: ``kb`` alone is refactx)."""
+    return settings.tree if settings.tree in ("both", "kb-first") else "both"
+
+
 def _agent(generator: Any, knowledge: EvalKnowledge, settings: Settings, loaded: LoadedModel) -> Any:
     from ..pipeline import FactAgent
     from ..rerank import Reranker
     from ..runtime import open_chat
 
     chat = open_chat(settings, loaded)
-    return FactAgent(generator, knowledge.web, Reranker(chat) if settings.rerank else None, tree="both",
+    return FactAgent(generator, knowledge.web, Reranker(chat) if settings.rerank else None, tree=_agent_tree(settings),
                      k=settings.k, max_rounds=settings.max_rounds, max_subqueries=settings.max_subqueries,
                      chat=chat)
 
@@ -196,7 +202,7 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
         "questions": len(questions), "methods": names,
         "model": settings.model, "device": settings.device or "cpu", "dtype": settings.dtype or "default",
         "beams": settings.beams, "max_tokens": settings.max_tokens, "batch_size": batch_size, "seed": seed,
-        "agent": {"tree": "both", "k": settings.k, "rerank": settings.rerank, "max_rounds": settings.max_rounds,
+        "agent": {"tree": _agent_tree(settings), "k": settings.k, "rerank": settings.rerank, "max_rounds": settings.max_rounds,
                   "max_subqueries": settings.max_subqueries},
         "kgd": kgd.as_dict() if uses_kgd else None,
         "judge": ({"kind": "endpoint" if judge_base_url else ("openai" if judge_model else "local"),

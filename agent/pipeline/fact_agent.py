@@ -16,7 +16,9 @@ The fact tree used while generating (``tree``):
 - ``"question"``: a tree built for this question over the re-ranked facts (about a millisecond
   for a few dozen facts), so every ``Fact:`` line is one of the facts found for it;
 - ``"both"``: the per-question tree first; when that answer is not grounded, the whole knowledge
-  base.
+  base;
+- ``"kb-first"``: the whole knowledge base first (no retrieval); when that answer is not
+  grounded, retrieval, re-ranking and the per-question tree (and its sub-query rounds).
 
 An answer stands only when it is *grounded* (:mod:`.grounding`): contained in a stated fact of a
 connected chain that starts at an entity of the question, or computed from such facts by a shown
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from ..web.retrieval import FactHit
     from ..web.web import KnowledgeWeb
 
-TREE_MODES = ("kb", "question", "both")
+TREE_MODES = ("kb", "question", "both", "kb-first")
 # One more fact line and the answer line after it.
 _ONE_FACT_TOKENS = 64
 # How a follow-up is made standalone: "chat" by the chat model, "rules" by rules, "auto" by the
@@ -215,14 +217,21 @@ class FactAgent:
         graph.add_node("subquery", self._subquery)
         graph.add_node("generate_kb", self._generate_kb)
         graph.add_edge(START, "rewrite")
-        graph.add_conditional_edges("rewrite", lambda s: "generate_kb" if self.tree == "kb" else "retrieve",
+        graph.add_conditional_edges("rewrite", lambda s: "generate_kb" if self.tree in ("kb", "kb-first") else "retrieve",
                                     ["generate_kb", "retrieve"])
         graph.add_edge("retrieve", "rerank")
         graph.add_edge("rerank", "generate")
         graph.add_conditional_edges("generate", self._after_generate, ["subquery", "generate_kb", END])
         graph.add_conditional_edges("subquery", self._after_subquery, ["retrieve", "generate_kb", END])
-        graph.add_edge("generate_kb", END)
+        graph.add_conditional_edges("generate_kb", self._after_kb, ["retrieve", END])
         return graph.compile(name="factweave-agent")
+
+    def _after_kb(self, state: _State) -> str:
+        from langgraph.graph import END
+
+        if self.tree != "kb-first" or _final(state["attempts"]).get("grounded") or _stopped(state):
+            return END
+        return "retrieve"
 
     def _after_generate(self, state: _State) -> str:
         from langgraph.graph import END
