@@ -86,6 +86,11 @@ def test_a_yes_shown_by_two_statements_that_hold_the_same_value():
     assert not ground(question, "Yes.", [ALPHA, GAMMA]).grounded  # nothing the two share
     assert not ground(question, "No.", [ALPHA, GAMMA]).grounded  # words do not show a difference
     assert not ground(question, "Yes.", [ALPHA]).grounded  # one side only
+    # "both P": each side's fact says P (a form of each of its words)
+    both = "Are Mirrow Lake and Quiet Harbour both drama films?"
+    assert ground(both, "Yes.", [ALPHA, "Quiet Harbour is a 1928 Canadian drama film."]).how == \
+        "comparison: facts 1 and 2, one on each side, both say 'drama films'"
+    assert not ground(both, "Yes.", [ALPHA, BETA]).grounded  # Quiet Harbour's fact says silent, not drama
     # a value the question itself names is not evidence ("film" aside, "1928" is the question's)
     assert not ground("Were Mirrow Lake and Quiet Harbour both made in 1928?", "Yes.",
                       ["Mirrow Lake is a 1928 drama film.", "Quiet Harbour is a 1928 silent film."]).grounded

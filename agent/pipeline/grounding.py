@@ -15,7 +15,8 @@ one anyway and answers from it. An answer stands when:
    this module shows: a difference of two years ("how many years ..."), a count of one subject's
    objects for one relation, a yes/no comparison of two triples with the same relation, or a
    "yes" shown by two statements, one on each side of the question, that hold the same name or
-   year ("American" for "Are both X and Y from the same country?").
+   year ("American" for "Are both X and Y from the same country?") or both say what the
+   question asks both to be ("film director" for "Are X and Y both film directors?").
 
 A choice question ("Which film came out first, X or Y?") takes an answer naming X or Y only;
 any other question, no answer that only repeats a whole name it asks about ("Leonida Tonelli"
@@ -45,6 +46,9 @@ _POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])")
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _YES_NO = {"yes": True, "no": False}
+# Words of a yes/no question that ask nothing of the facts.
+_YES_NO_WORDS = frozenset({"both", "same", "does", "have", "were", "also", "either", "each", "other", "kind",
+                           "type", "which", "what", "whether"})
 # "Which film came out first, X or Y?": the two options after the last comma.
 _CHOICE = re.compile(r",\s*([^,]+?)\s+or\s+([^,]+?)\s*\?$")
 # A value a statement holds: a capitalized word (a name, a nationality) of 3+ letters, or a year.
@@ -296,7 +300,12 @@ def _shared_value(question: str, chain: Sequence[_Stated]) -> str:
     if len(q_names) < 2:
         return ""
     q_words = set(normalize_answer(question).split())
-    about: list[tuple[int, frozenset[str], set[str]]] = []
+    # "Are X and Y both film directors?": what both must be, the question's other content words.
+    named_words = set().union(*q_names)
+    skip = named_words | _SMALL_WORDS | _YES_NO_WORDS
+    asked = list(dict.fromkeys(w for w in normalize_answer(question).split()
+                               if w not in skip and len(w) >= 4 and not w.isdigit()))
+    about: list[tuple[int, frozenset[str], set[str], set[str]]] = []
     for fact in chain:
         if fact.triple is not None:
             continue
@@ -305,12 +314,23 @@ def _shared_value(question: str, chain: Sequence[_Stated]) -> str:
         if len(named) != 1:  # a fact naming both (or neither) compares nothing
             continue
         values = {normalize_answer(w) for w in _VALUE_WORD.findall(fact.text)} - q_words - _SMALL_WORDS
-        about.append((chain.index(fact), named[0], {v for v in values if v}))
-    for i, (first, name_a, values_a) in enumerate(about):
-        for second, name_b, values_b in about[i + 1:]:
+        about.append((chain.index(fact), named[0], {v for v in values if v}, words))
+    for i, (first, name_a, values_a, words_a) in enumerate(about):
+        for second, name_b, values_b, words_b in about[i + 1:]:
             if name_a == name_b or name_a & name_b:
                 continue
-            common = sorted(values_a & values_b)
-            if common:
-                return f"comparison: facts {first + 1} and {second + 1}, one on each side, both say {common[0]!r}"
+            if "same" in q_words:
+                common = sorted(values_a & values_b)
+                if common:
+                    return f"comparison: facts {first + 1} and {second + 1}, one on each side, both say {common[0]!r}"
+            elif "both" in q_words and asked and all(_says(words_a, w) and _says(words_b, w) for w in asked):
+                return (f"comparison: facts {first + 1} and {second + 1}, one on each side, both say "
+                        f"{' '.join(asked)!r}")
     return ""
+
+
+def _says(words: set[str], word: str) -> bool:
+    """Whether ``words`` hold ``word`` or a form of it (its first five letters, four of a
+    five-letter word: "directors" and "director", "films" and "film")."""
+    stem = word[:max(4, min(5, len(word) - 1))]
+    return word in words or len(word) >= 5 and any(w.startswith(stem) for w in words)
