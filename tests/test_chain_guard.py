@@ -61,3 +61,22 @@ def test_a_reply_that_ends_with_fact_continues_with_a_constrained_fact(demo_gene
     assert answer.facts and answer.facts[0].start <= 1  # the very first tokens are the fact
     assert answer.facts[0].text in {f.text for f in demo_index.facts}
     assert answer.text[answer.facts[0].start:answer.facts[0].end] == answer.facts[0].text
+
+
+def test_the_whole_kb_says_what_it_holds_about_a_bridge(smollm, demo_index):
+    """Read from the tree itself (the KB's facts are not listed): the relations of <Canada>,
+    not those of <Canada Lee> or <Canada at War>, which share its first tokens."""
+    from agent.knowledge.kamel import demo_kamel_root
+    from agent.knowledge.loaders import load_facts
+    from agent.pipeline.chaining import asks_past, subject_relations
+
+    facts = list(load_facts(demo_kamel_root()))
+    for subject in ("Canada", "Canada Lee", "Germany"):
+        expected = {f.predicate for f in facts if f.subject == subject}
+        assert expected and set(subject_relations(demo_index, smollm.tokenizer, subject)) == expected
+    assert subject_relations(demo_index, smollm.tokenizer, "Qwxvbrt Plimsoll") == []
+    # What the agent asks of it: "Canada" answers <country>, the question asks past it.
+    question = "What is the official language of the country Banff National Park Pavilion is located in?"
+    tree = [f"<Canada> <{r}> <...> ." for r in subject_relations(demo_index, smollm.tokenizer, "Canada")]
+    assert asks_past(question, "Canada", ["<Banff National Park Pavilion> <country> <Canada> ."], tree) == \
+        "official language"

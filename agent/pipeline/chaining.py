@@ -122,6 +122,40 @@ def asks_past(question: str, answer: str, stated: Sequence[str], tree: Sequence[
     return ""
 
 
+def subject_relations(index: Any, tokenizer: Any, subject: str, *, max_nodes: int = 400) -> list[str]:
+    """The relations of the triples ``<subject> <relation> <...>`` in a fact tree (any backend:
+    only the cursor API is used), read from the tree itself: the subject's tokens are followed,
+    then the branches below them until each relation's closing ``>`` (at most ``max_nodes``
+    tree steps). [] when no triple has that subject. Lets the whole-KB tree, whose facts are not
+    listed, say what it holds about a bridge ("Canada": "official language", "capital", ...).
+    """
+    from ..index.tokens import fact_token_ids
+
+    ids = fact_token_ids(tokenizer, [f"<{subject}"])[0]
+    cursor = index.root()
+    try:
+        for token in ids:
+            cursor = index.step(cursor, token)
+    except KeyError:
+        return []
+    found: dict[str, None] = {}
+    stack: list[tuple[Any, list[int]]] = [(cursor, [])]
+    steps = 0
+    while stack and steps < max_nodes:
+        at, path = stack.pop()
+        text = tokenizer.decode(path)
+        if path and not text.startswith(">"):
+            continue  # a longer subject: "<Canada Dry>" is not "<Canada>"
+        head, sep, rest = text.partition("<")
+        if sep and ">" in rest:
+            found.setdefault(rest.split(">", 1)[0].strip(), None)
+            continue
+        for token in index.next_tokens(at)[::-1]:
+            steps += 1
+            stack.append((index.step(at, int(token)), [*path, int(token)]))
+    return [r for r in found if r]
+
+
 # A role the question goes past: "the mother of the director of X", "the place of death of X's
 # father", "where did the director of X study".
 _PAST_ROLES = (re.compile(r"\b[a-z-]+ of (?:the |a |an )?([a-z]+) of\b"),

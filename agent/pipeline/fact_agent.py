@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
 from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
-from .chaining import ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, asks_past, connected_reply, reply_through
+from .chaining import (ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, asks_past, connected_reply, reply_through,
+                       subject_relations)
 from .grounding import DONT_KNOW, clean_answer, connected_prefix, ground, knows
 
 if TYPE_CHECKING:
@@ -324,10 +325,10 @@ class FactAgent:
         hops: list[dict[str, Any]] = []
         self._generate_into(record, state, tree, chain, hops)
         records = [*hops, record]
-        if record.get("grounded") and chain is not None:
+        if record.get("grounded"):
             # A grounded answer may be a bridge the question goes past: then one more fact.
             asked = asks_past(state["question"], record["answer"], [f["text"] for f in record["facts"]],
-                              [f.text for f in chain.index.facts])
+                              self._facts_about(record["answer"], chain))
             if asked:
                 record["asks_past"] = asked
                 records.extend(self._one_more_fact(record, state, tree, chain, number + 1))
@@ -416,6 +417,17 @@ class FactAgent:
         self._generate_into(record, state, tree, None if chain is None else _Frozen(chain), [], prefix,
                             facts[:keep])
         return record
+
+    def _facts_about(self, answer: str, chain: ChainingTree | None) -> list[str]:
+        """The tree's triples that go on from ``answer``: on a per-question tree its facts; on
+        the whole KB, whose facts are not listed, ``<answer> <relation> <...>`` for each relation
+        the tree holds for it (:func:`~.chaining.subject_relations`)."""
+        if chain is not None:
+            return [f.text for f in chain.index.facts]
+        name = clean_answer(answer).rstrip(".").strip()
+        if not name or self.generator.index is None:
+            return []
+        return [f"<{name}> <{r}> <...> ." for r in subject_relations(self.generator.index, self.generator.tokenizer, name)]
 
     def _one_more_fact(self, failed: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
                        number: int) -> list[dict[str, Any]]:
