@@ -60,7 +60,7 @@ def test_bad_values_and_unknown_keys_are_one_line_errors(tmp_path, monkeypatch):
     with pytest.raises(FactweaveError, match="configuration file .*missing.toml not found"):
         load_settings(tmp_path / "missing.toml")
     monkeypatch.setenv("FACTWEAVE_TREE", "forest")
-    with pytest.raises(FactweaveError, match="setting tree: Input should be 'kb', 'question' or 'both'"):
+    with pytest.raises(FactweaveError, match="setting tree: Input should be 'kb', 'question', 'both' or 'kb-first'"):
         load_settings()
 
 
