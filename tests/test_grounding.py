@@ -83,6 +83,9 @@ def test_a_yes_shown_by_two_statements_that_hold_the_same_value():
     question = "Are both Mirrow Lake and Quiet Harbour from the same country?"
     verdict = ground(question, "Yes.", [ALPHA, BETA])
     assert verdict.grounded and verdict.how == "comparison: facts 1 and 2, one on each side, both say 'canadian'"
+    # the facts are numbered as stated, whatever came before them
+    after_another = ground(question, "Yes.", ["Laurie Graff was born in New York.", ALPHA, BETA])
+    assert after_another.how == "comparison: facts 2 and 3, one on each side, both say 'canadian'"
     assert not ground(question, "Yes.", [ALPHA, GAMMA]).grounded  # nothing the two share
     assert not ground(question, "No.", [ALPHA, GAMMA]).grounded  # words do not show a difference
     assert not ground(question, "Yes.", [ALPHA]).grounded  # one side only

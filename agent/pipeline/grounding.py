@@ -35,7 +35,7 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,8 +117,9 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
     if options and not any(_contains(words, o) or _contains(o, words) for o in options):
         return Grounding(False, f"the question offers a choice ({' or '.join(' '.join(o) for o in options)}) "
                                 "and the answer is neither", tuple(chain))
-    if not options and any(name <= set(words) for name in _question_names(_POSSESSIVE.sub(r"\1", question))) \
-            and _contains(normalize_answer(_POSSESSIVE.sub(r"\1", question)).split(), words):
+    plain = _POSSESSIVE.sub(r"\1", question)
+    if not options and any(name <= set(words) for name in _question_names(plain)) \
+            and _contains(normalize_answer(plain).split(), words):
         return Grounding(False, "the answer only repeats a name the question asks about", tuple(chain))
     for i in chain:
         if _contains(_fact_words(stated[i].text), words):
@@ -132,7 +133,7 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
             if set(content) <= set(_fact_words(stated[i].text)):
                 return Grounding(True, f"its words are in fact {i + 1} of a chain of {len(chain)} fact"
                                        f"{'' if len(chain) == 1 else 's'}", tuple(chain), _short(stated[i], words))
-    computed = _computed(norm, [stated[i] for i in chain], question)
+    computed = _computed(norm, [(i, stated[i]) for i in chain], question)
     if computed:
         return Grounding(True, computed, tuple(chain))
     return Grounding(False, f"the answer is in no fact of the chain ({len(chain)} fact"
@@ -256,8 +257,10 @@ def choice_options(question: str) -> list[list[str]]:
     return options if all(options) else []
 
 
-def _computed(answer: str, chain: Sequence[_Stated], question: str = "") -> str:
-    """How ``answer`` follows from ``chain`` by a shown step, or ""."""
+def _computed(answer: str, numbered: Sequence[tuple[int, _Stated]], question: str = "") -> str:
+    """How ``answer`` follows from the chain's facts (``numbered``: each with its index among
+    the stated facts) by a shown step, or ""."""
+    chain = [fact for _, fact in numbered]
     if _NUMBER.match(answer):
         value = float(answer)
         years = sorted({int(y) for fact in chain for y in _YEAR.findall(fact.text)})
@@ -286,27 +289,26 @@ def _computed(answer: str, chain: Sequence[_Stated], question: str = "") -> str:
                     return (f"comparison: <{first}> and <{second}> {'share' if same else 'differ in'} "
                             f"<{predicate}>")
         if _YES_NO[answer] and question:
-            shared = _shared_value(question, chain)
+            shared = _shared_value(question, numbered)
             if shared:
                 return shared
     return ""
 
 
-def _shared_value(question: str, chain: Sequence[_Stated]) -> str:
+def _shared_value(question: str, numbered: Sequence[tuple[int, _Stated]]) -> str:
     """A "yes" to "Are both X and Y from the same country?" shown by two statements, one naming
     X and one naming Y, that both hold the same name or year the question does not ("American").
     Only "yes": that two free-text facts differ in the asked respect is not shown by words."""
     q_names = _question_names(_POSSESSIVE.sub(r"\1", question), split_and=True)
     if len(q_names) < 2:
         return ""
-    q_words = set(normalize_answer(question).split())
+    q_list = normalize_answer(question).split()
+    q_words = set(q_list)
     # "Are X and Y both film directors?": what both must be, the question's other content words.
-    named_words = set().union(*q_names)
-    skip = named_words | _SMALL_WORDS | _YES_NO_WORDS
-    asked = list(dict.fromkeys(w for w in normalize_answer(question).split()
-                               if w not in skip and len(w) >= 4 and not w.isdigit()))
+    skip = set().union(*q_names) | _SMALL_WORDS | _YES_NO_WORDS
+    asked = list(dict.fromkeys(w for w in q_list if w not in skip and len(w) >= 4 and not w.isdigit()))
     about: list[tuple[int, frozenset[str], set[str], set[str]]] = []
-    for fact in chain:
+    for number, fact in numbered:
         if fact.triple is not None:
             continue
         words = set(normalize_answer(fact.text).split())
@@ -314,7 +316,7 @@ def _shared_value(question: str, chain: Sequence[_Stated]) -> str:
         if len(named) != 1:  # a fact naming both (or neither) compares nothing
             continue
         values = {normalize_answer(w) for w in _VALUE_WORD.findall(fact.text)} - q_words - _SMALL_WORDS
-        about.append((chain.index(fact), named[0], {v for v in values if v}, words))
+        about.append((number, named[0], {v for v in values if v}, words))
     for i, (first, name_a, values_a, words_a) in enumerate(about):
         for second, name_b, values_b, words_b in about[i + 1:]:
             if name_a == name_b or name_a & name_b:
@@ -323,14 +325,15 @@ def _shared_value(question: str, chain: Sequence[_Stated]) -> str:
                 common = sorted(values_a & values_b)
                 if common:
                     return f"comparison: facts {first + 1} and {second + 1}, one on each side, both say {common[0]!r}"
-            elif "both" in q_words and asked and all(_says(words_a, w) and _says(words_b, w) for w in asked):
+            elif "both" in q_words and asked and all(says_form(words_a, w) and says_form(words_b, w) for w in asked):
                 return (f"comparison: facts {first + 1} and {second + 1}, one on each side, both say "
                         f"{' '.join(asked)!r}")
     return ""
 
 
-def _says(words: set[str], word: str) -> bool:
+def says_form(words: Iterable[str], word: str) -> bool:
     """Whether ``words`` hold ``word`` or a form of it (its first five letters, four of a
-    five-letter word: "directors" and "director", "films" and "film")."""
+    five-letter word: "directors" and "director", "directed"; "films" and "film")."""
+    words = set(words)
     stem = word[:max(4, min(5, len(word) - 1))]
     return word in words or len(word) >= 5 and any(w.startswith(stem) for w in words)
