@@ -216,21 +216,20 @@ def kamel_chat_questions(root: str | Path, *, limit: int | None = None, seed: in
     two-hop items a ``two-hop`` question. ``kind``: only that kind's items (``KINDS``)."""
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    only = kind
     root = Path(root)
     relations = relation_ids(root)
     labels, templates = property_labels(root), question_templates(root)
     entries = _entries(root, [r for r in relations if r in templates and r in labels])
     rng = random.Random(seed)
     per_kind: dict[str, list[dict]] = {}
-    for kind, items in (("follow-up", _follow_up_items(entries, rng)), ("two-hop", _two_hop_items(entries))):
+    for built, items in (("follow-up", _follow_up_items(entries, rng)), ("two-hop", _two_hop_items(entries))):
         tiers: tuple[dict[str, list[dict]], dict[str, list[dict]]] = (defaultdict(list), defaultdict(list))
         for pair, item in items:
             tiers[0 if item["in_web"] else 1][pair].append(item)
-        per_kind[kind] = _interleave(tiers[0], rng) + _interleave(tiers[1], rng)
+        per_kind[built] = _interleave(tiers[0], rng) + _interleave(tiers[1], rng)
     picked: list[tuple[str, dict]] = []
     for depth in range(max(len(v) for v in per_kind.values())):
-        picked.extend((k, per_kind[k][depth]) for k in KINDS if depth < len(per_kind[k]) and only in (None, k))
+        picked.extend((k, per_kind[k][depth]) for k in KINDS if depth < len(per_kind[k]) and kind in (None, k))
         if limit is not None and len(picked) >= limit:
             break
     if limit is not None:

@@ -146,7 +146,7 @@ def subject_relations(index: Any, tokenizer: Any, subject: str, *, max_nodes: in
         text = tokenizer.decode(path)
         if path and not text.startswith(">"):
             continue  # a longer subject: "<Canada Dry>" is not "<Canada>"
-        head, sep, rest = text.partition("<")
+        _, sep, rest = text.partition("<")
         if sep and ">" in rest:
             found.setdefault(rest.split(">", 1)[0].strip(), None)
             continue
@@ -168,8 +168,9 @@ def _statement_role(question: str, target: str, statements: Sequence[str]) -> st
     """The role ``target`` fills in a stated statement when the question asks past that role
     ("Who is the mother of the director of film X?" and "X is a film directed by Karan Johar":
     Karan Johar is the director, not the answer), else "". The role is named by its stem
-    (first five letters: "director", "directed") within a few words before the answer."""
+    (:func:`~.grounding.says_form`: "director", "directed") within a few words before the answer."""
     from ..eval.metrics import normalize_answer
+    from .grounding import says_form
 
     roles = {m.group(1) for pattern in _PAST_ROLES for m in pattern.finditer(question.lower())}
     if not roles:
@@ -182,8 +183,7 @@ def _statement_role(question: str, target: str, statements: Sequence[str]) -> st
                 continue
             before = words[max(0, i - _ROLE_WINDOW):i]
             for role in sorted(roles):
-                stem = role[:5]
-                if any(w.startswith(stem) for w in before):
+                if says_form(before, role):
                     return role
     return ""
 
