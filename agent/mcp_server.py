@@ -105,8 +105,11 @@ class FoundFact(BaseModel):
     fact_id: str = Field(description="The fact's id in the knowledge web.")
     text: str = Field(description="The fact.")
     kind: str = Field(description="'document' (decomposed from a document) or 'triple'.")
-    score: float = Field(description="cosine + degree weight x degree; the hits are sorted by it.")
+    score: float = Field(description="cosine + weight x ppr + weight x passage (the weights are in the tool's "
+                                     "description); the hits are sorted by it.")
     cosine: float = Field(description="Similarity of meaning between the query and the fact.")
+    ppr: float = Field(description="Personalized PageRank over the keyword-fact graph, relative to the best fact's.")
+    passage: float = Field(description="Mean cosine of the found facts from the same passage.")
     degree: int = Field(description="How many of the keywords matching the query's the fact is linked to.")
     keywords: list[str] = Field(description="Those keywords (stored keywords close in meaning to a query keyword).")
     source: str = Field(description="Where the fact came from, in one line.")
@@ -208,7 +211,6 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
     from mcp_types import ToolAnnotations
 
     from .prompts import read_prompt
-    from .web.web import DEFAULT_DEGREE_WEIGHT
 
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")
@@ -254,7 +256,11 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
                                 for fact in reply["facts"]],
                          timings=trace["timings"], tokens=trace["tokens"], trace=trace if include_trace else None)
 
-    search_description = Template(read_prompt("mcp/search_facts.txt")).substitute(degree_weight=DEFAULT_DEGREE_WEIGHT)
+    from .web.graph_search import GraphSearchSettings
+
+    weights = GraphSearchSettings()
+    search_description = Template(read_prompt("mcp/search_facts.txt")).substitute(
+        ppr_weight=weights.ppr_weight, passage_weight=weights.passage_weight)
     k_description = Template(read_prompt("mcp/search_facts-k.txt")).substitute(max_k=MAX_K, default_k=DEFAULT_K)
 
     @server.tool(name="search_facts", title="Search the knowledge web", description=search_description,
@@ -277,7 +283,8 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
         found = await _in_thread(partial(fact_agent.web.search, query, k))
         return SearchFactsResult(
             query=found.question, keywords=found.keywords, uncovered=found.uncovered,
-            hits=[FoundFact(fact_id=h.id, text=h.text, kind=h.kind, score=h.score, cosine=h.cosine, degree=h.degree,
+            hits=[FoundFact(fact_id=h.id, text=h.text, kind=h.kind, score=h.score, cosine=h.cosine, ppr=h.ppr,
+                            passage=h.passage, degree=h.degree,
                             keywords=h.keywords, source=h.source, provenance=h.provenance) for h in found.hits])
 
     return server

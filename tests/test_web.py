@@ -48,14 +48,17 @@ def test_build_search_and_provenance(open_web):
     web = open_web()
     report = web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
     assert report.documents == 4 and report.facts > 8
-    result = web.search("Who founded Zorblax Station?", k=5)
+    result = web.search("Who founded Zorblax Station?", k=5)  # the graph search
     assert result.hits, result
+    assert result.method == "graph"
     top = result.hits[0]
     assert "founded" in top.text and "Zorblax Station" in top.text
-    assert top.score == pytest.approx(top.cosine + DEFAULT_DEGREE_WEIGHT * top.degree)
-    paper = web.search("Who founded Zorblax Station?", k=5, degree_weight=1.0).hits
+    assert top.degree >= 1 and top.keywords and top.ppr > 0
+    route = web.search("Who founded Zorblax Station?", k=5, method="keywords").hits  # the paper's route
+    assert "founded" in route[0].text and "Zorblax Station" in route[0].text
+    assert all(h.score == pytest.approx(h.cosine + DEFAULT_DEGREE_WEIGHT * h.degree) for h in route)
+    paper = web.search("Who founded Zorblax Station?", k=5, method="keywords", degree_weight=1.0).hits
     assert all(h.score == pytest.approx(h.cosine + h.degree) for h in paper)
-    assert top.degree >= 1 and top.keywords
     scores = [h.score for h in result.hits]
     assert scores == sorted(scores, reverse=True)
     # Provenance points at the exact words of the document the fact came from.

@@ -153,10 +153,11 @@ def _hits_table(step: dict[str, Any], selected: set[str]) -> str:
         picked = hit["id"] in selected
         rows.append(
             f'<tr class="{"fw-picked" if picked else ""}"><td>{i}</td><td>{"✓" if picked else ""}</td>'
-            f'<td>{hit["score"]:.3f}</td><td>{hit["cosine"]:.3f}</td><td>{hit["degree"]}</td>'
+            f'<td>{hit["score"]:.3f}</td><td>{hit["cosine"]:.3f}</td><td>{hit.get("ppr", 0.0):.3f}</td>'
+            f'<td>{hit["degree"]}</td>'
             f'<td class="fw-fact-text">{_e(hit["text"])}</td><td>{_e(", ".join(hit.get("keywords", [])))}</td>'
             f'<td class="fw-source">{_e(provenance_line({"provenance": {"kind": hit.get("kind"), **hit.get("provenance", {})}, "source": ""}))}</td></tr>')
-    return ('<table class="fw-table"><thead><tr><th>#</th><th>picked</th><th>score</th><th>cos</th><th>degree</th>'
+    return ('<table class="fw-table"><thead><tr><th>#</th><th>picked</th><th>score</th><th>cos</th><th>PageRank</th><th>degree</th>'
             '<th>fact</th><th>keywords</th><th>source</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
 
 

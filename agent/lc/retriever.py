@@ -17,7 +17,8 @@ class KnowledgeWebRetriever(BaseRetriever):
     ``BaseRetriever``: one ``Document`` per fact, best first.
 
     ``page_content`` is the fact; ``id`` and ``metadata["id"]`` the web's fact id; the metadata
-    also holds the score parts (``score`` = ``cosine`` + weight x ``degree``), the matched
+    also holds the score parts (``score`` = ``cosine`` + weights x ``ppr`` and ``passage`` for the
+    graph search, + weight x ``degree`` for the keyword route; see :mod:`agent.web.retrieval`), the matched
     ``keywords``, ``kind`` (``document`` or ``triple``), ``source`` (one line) and
     ``provenance`` (document, chunk and character offsets, or the source triple).
 
@@ -30,8 +31,8 @@ class KnowledgeWebRetriever(BaseRetriever):
             for doc in retriever.invoke("Who founded Zorblax Station?"):
                 print(round(doc.metadata["score"], 3), doc.page_content, doc.metadata["source"])
 
-    ``search_kwargs`` go to ``KnowledgeWeb.search`` (``keyword_k``, ``min_similarity``,
-    ``degree_weight``).
+    ``search_kwargs`` go to ``KnowledgeWeb.search`` (``method``, ``keyword_k``, ``min_similarity``,
+    ``degree_weight``, ``graph``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -46,7 +47,8 @@ class KnowledgeWebRetriever(BaseRetriever):
 
 def fact_document(hit: FactHit) -> Document:
     """A retrieved fact as a LangChain ``Document``."""
-    metadata = {"id": hit.id, "score": hit.score, "cosine": hit.cosine, "degree": hit.degree,
+    metadata = {"id": hit.id, "score": hit.score, "cosine": hit.cosine, "ppr": hit.ppr, "passage": hit.passage,
+                "degree": hit.degree,
                 "keywords": list(hit.keywords), "kind": hit.kind, "source": hit.source,
                 "provenance": dict(hit.provenance)}
     return Document(page_content=hit.text, id=hit.id, metadata=metadata)

@@ -160,14 +160,17 @@ def web_build(docs, triples, inverse, decomposer, chunk_size, web_dir, llm_model
 @click.option("-k", "k", type=click.IntRange(1, 200), default=10, show_default=True, help="Facts to return.")
 @click.option("--rerank/--no-rerank", default=False, show_default=True,
               help="Let the chat model pick the relevant facts (fallback: the top 3).")
+@click.option("--method", type=click.Choice(["graph", "keywords"]), default="graph", show_default=True,
+              help="graph: personalized PageRank over the keyword-fact graph; keywords: the paper's route "
+                   "(cos + weight x degree).")
 @click.option("--degree-weight", type=click.FloatRange(0), default=None,
-              help="Weight of the degree in cos + weight x degree (default 0.1; the paper's is 1).")
+              help="--method keywords: weight of the degree in cos + weight x degree (default 0.1; the paper's is 1).")
 @click.option("--subqueries", type=click.IntRange(0, 10), default=0, show_default=True,
               help="Most sub-queries the fact-finding loop may issue when keywords stay uncovered.")
 @_web_options
 @_llm_options
 @click.option("--json", "as_json", is_flag=True, help="Print hits (and the re-ranking) as JSON.")
-def web_search(question, k, rerank, degree_weight, subqueries, web_dir, llm_model, base_url, as_json, **web_options) -> None:
+def web_search(question, k, rerank, method, degree_weight, subqueries, web_dir, llm_model, base_url, as_json, **web_options) -> None:
     """Find the facts of a web that answer QUESTION: a table of score parts, fact and source.
 
     \b
@@ -179,7 +182,7 @@ def web_search(question, k, rerank, degree_weight, subqueries, web_dir, llm_mode
         raise FactweaveError(f"no knowledge web in {folder}; build one with `factweave web build`")
     client = _chat_client(llm_model, base_url) if (rerank or subqueries) else None
     with _open_web(web_dir, **web_options) as web:
-        options = {} if degree_weight is None else {"degree_weight": degree_weight}
+        options = {"method": method, **({} if degree_weight is None else {"degree_weight": degree_weight})}
         result = web.find_facts(question, k, client=client, max_subqueries=subqueries, **options)
     reranked = None
     if rerank:
@@ -203,11 +206,12 @@ def _print_hits(result, reranked) -> None:
     console = Console(highlight=False)
     picked = {c.id for c in reranked.selected} if reranked is not None else set()
     table = Table(title=f"keywords: {', '.join(result.keywords)}", show_lines=False)
-    for col in ("#", "score", "cos", "deg", "fact", "source"):
+    for col in ("#", "score", "cos", "ppr", "deg", "fact", "source"):
         table.add_column(col, overflow="fold")
     for i, hit in enumerate(result.hits, 1):
         mark = "*" if hit.id in picked else ""
-        table.add_row(f"{i}{mark}", f"{hit.score:.3f}", f"{hit.cosine:.3f}", str(hit.degree), hit.text, hit.source)
+        table.add_row(f"{i}{mark}", f"{hit.score:.3f}", f"{hit.cosine:.3f}", f"{hit.ppr:.3f}", str(hit.degree),
+                      hit.text, hit.source)
     console.print(table)
     if result.subqueries:
         console.print("sub-queries: " + "; ".join(result.subqueries))

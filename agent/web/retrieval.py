@@ -1,9 +1,15 @@
 """What a knowledge-web search returns, and how candidates are scored.
 
-Score of a fact = cos(question, fact) + ``degree_weight`` x degree, where the degree is the number
-of the question's matched keywords the fact is linked to (the knowledge-web paper's rule; the
-paper's weight is 1, the default 0.1 was chosen by measurement, see ``KnowledgeWeb.search``).
-Both parts are kept on each hit so a user can see why a fact ranks where it does.
+Two searches (``KnowledgeWeb.search``'s ``method``):
+
+- ``keywords``, the knowledge-web paper's route: score = cos(question, fact) + ``degree_weight`` x
+  degree, where the degree is the number of the question's matched keywords the fact is linked to
+  (the paper's weight is 1, the default 0.1 was chosen by measurement);
+- ``graph`` (the default): personalized PageRank over the keyword-fact graph, score = cosine +
+  weight x PageRank + weight x the passage's mean cosine (``graph_search``).
+
+Every part is kept on each hit (``cosine``, ``degree``, ``ppr``, ``passage``) so a user can see
+why a fact ranks where it does.
 """
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ class FactHit:
     keywords: list[str]
     provenance: dict = field(default_factory=dict)
     query: str = ""
+    ppr: float = 0.0
+    passage: float = 0.0
 
     @property
     def source(self) -> str:
@@ -55,15 +63,25 @@ class SearchResult:
     keywords: list[str]
     subqueries: list[str] = field(default_factory=list)
     uncovered: list[str] = field(default_factory=list)
+    method: str = "graph"
 
     def as_dict(self) -> dict:
         return {
             "question": self.question,
+            "method": self.method,
             "keywords": self.keywords,
             "subqueries": self.subqueries,
             "uncovered": self.uncovered,
             "hits": [h.as_dict() for h in self.hits],
         }
+
+
+PROVENANCE_KEYS = ("title", "source", "doc_id", "chunk_id", "start", "end", "subject", "predicate", "object")
+
+
+def provenance_of(row: dict) -> dict:
+    """The provenance fields of a fact node's properties (those it has)."""
+    return {key: row[key] for key in PROVENANCE_KEYS if row.get(key) is not None}
 
 
 def rank(hits: list[FactHit], k: int) -> list[FactHit]:

@@ -2,7 +2,6 @@
 with a few-shot prompt."""
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from string import Template
 from typing import Any, Protocol
@@ -11,7 +10,8 @@ import numpy as np
 import torch
 
 from ...errors import FactweaveError, ModelError
-from ...models import LoadedModel, tokenizer_lock
+from ...llm.next_token import NextTokenLogits
+from ...models import LoadedModel
 from ...prompts import read_prompt
 
 ENTAILMENT, CONTRADICTION, NEUTRAL = "entailment", "contradiction", "neutral"
@@ -54,9 +54,9 @@ class LocalLMJudge:
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         self.template = Template(read_prompt(prompt))
         self.batch_size = batch_size
+        self.next_token = NextTokenLogits(loaded, batch_size=batch_size)
         self.label_ids = self._label_ids()
         self.prefix = self._shared_prefix() if reuse_prefix else ""
-        self._prefix_cache: Any = None
 
     def _label_ids(self) -> list[int]:
         ids = [self.tokenizer(" " + label, add_special_tokens=False)["input_ids"][0] for label in NLI_LABELS]
@@ -74,62 +74,16 @@ class LocalLMJudge:
         inside a whole prompt, so that its cache can stand in for it; else ``""``."""
         probe = self.render("\ue000", "\ue001")
         line = probe.rfind("\n", 0, min(probe.index("\ue000"), probe.index("\ue001"))) + 1
-        cut = len(probe[:line].rstrip())
-        prefix, sample = probe[:cut], self.render("A passage.", "A statement.")
-        whole = self._ids(sample)
-        head = self._ids(prefix)
-        return prefix if head and whole[: len(head)] == head and whole[len(head):] == self._ids(sample[cut:]) else ""
-
-    def _ids(self, text: str) -> list[int]:
-        with tokenizer_lock(self.tokenizer):
-            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        prefix = probe[: len(probe[:line].rstrip())]
+        return prefix if self.next_token.prefix_fits(prefix, self.render("A passage.", "A statement.")) else ""
 
     def label_logprobs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """``(len(pairs), 3)`` log-probabilities of the labels' first tokens, in
         :data:`NLI_LABELS` order."""
-        out = np.zeros((len(pairs), len(NLI_LABELS)), dtype=np.float32)
-        for first in range(0, len(pairs), self.batch_size):
-            batch = [self.render(p, h) for p, h in pairs[first : first + self.batch_size]]
-            logits = self._last_logits_cached(batch) if self.prefix else self._last_logits(batch)
-            out[first : first + len(batch)] = torch.log_softmax(logits, dim=-1)[:, self.label_ids].cpu().numpy()
-        return out
-
-    def _device(self) -> torch.device:
-        return getattr(self.model, "device", torch.device("cpu"))
-
-    def _last_logits(self, prompts: list[str]) -> torch.Tensor:
-        """Next-token logits after each whole prompt (left-padded batch)."""
-        with tokenizer_lock(self.tokenizer):
-            enc = self.tokenizer(prompts, return_tensors="pt", padding=True, padding_side="left",
-                                 add_special_tokens=False)
-        mask = enc["attention_mask"].to(self._device())
-        # Left padding shifts positions; count them from each row's first real token.
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        with torch.inference_mode():
-            return self.model(input_ids=enc["input_ids"].to(self._device()), attention_mask=mask,
-                              position_ids=positions).logits[:, -1].float()
-
-    def _last_logits_cached(self, prompts: list[str]) -> torch.Tensor:
-        """The same, running only each prompt's text after :attr:`prefix` on the prefix's cache
-        (right padding: real tokens never see the pads that follow them)."""
-        device = self._device()
-        with torch.inference_mode():
-            if self._prefix_cache is None:
-                ids = torch.tensor([self._ids(self.prefix)], device=device)
-                self._prefix_cache = self.model(input_ids=ids, use_cache=True).past_key_values
-            with tokenizer_lock(self.tokenizer):
-                enc = self.tokenizer([p[len(self.prefix):] for p in prompts], return_tensors="pt", padding=True,
-                                     padding_side="right", add_special_tokens=False)
-            cache = copy.deepcopy(self._prefix_cache)
-            cache.batch_repeat_interleave(len(prompts))
-            start = cache.get_seq_length()
-            suffix_mask = enc["attention_mask"].to(device)
-            mask = torch.cat([torch.ones(len(prompts), start, dtype=suffix_mask.dtype, device=device), suffix_mask], 1)
-            positions = start + torch.arange(suffix_mask.shape[1], device=device).expand(len(prompts), -1)
-            logits = self.model(input_ids=enc["input_ids"].to(device), attention_mask=mask, position_ids=positions,
-                                past_key_values=cache, use_cache=True).logits
-            last = suffix_mask.sum(1) - 1
-            return logits[torch.arange(len(prompts), device=device), last].float()
+        if not pairs:
+            return np.zeros((0, len(NLI_LABELS)), dtype=np.float32)
+        logits = self.next_token.logits([self.render(p, h) for p, h in pairs], self.prefix)
+        return torch.log_softmax(logits, dim=-1)[:, self.label_ids].cpu().numpy()
 
     def judge(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
         if not pairs:
