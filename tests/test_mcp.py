@@ -14,7 +14,8 @@ import pytest
 
 from agent.knowledge.kamel import demo_kamel_root
 from agent.knowledge.loaders import load_facts
-from agent.web.web import DEFAULT_DEGREE_WEIGHT, KnowledgeWeb
+from agent.web.graph_search import GraphSearchSettings
+from agent.web.web import KnowledgeWeb
 from agent_fixtures import build_small_web
 from conftest import REPO
 
@@ -91,6 +92,8 @@ def test_both_tools_are_listed_with_their_schemas(session):
     assert search.input_schema["required"] == ["query"]
     assert search.input_schema["properties"]["k"]["maximum"] == 100
     assert {"hits", "keywords"} <= set(search.output_schema["properties"])
+    weights = GraphSearchSettings()  # the score's weights, as the search uses them
+    assert f"{weights.ppr_weight} x `ppr`" in search.description and "$" not in search.description
     for tool in (ask, search):  # what an LLM reads to choose a tool and fill its arguments
         assert len(tool.description) > 200 and tool.annotations.read_only_hint
         assert all(p.get("description") for p in tool.input_schema["properties"].values())
@@ -107,7 +110,10 @@ def test_search_facts_returns_scored_web_facts_with_provenance(session, mcp_web)
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     for hit in hits:
         assert hit["text"] in web_facts
-        assert hit["score"] == pytest.approx(hit["cosine"] + DEFAULT_DEGREE_WEIGHT * hit["degree"], abs=1e-4)
+        # The graph search's parts, with the weights the tool's description states.
+        weights = GraphSearchSettings()
+        assert hit["score"] == pytest.approx(hit["cosine"] + weights.ppr_weight * hit["ppr"]
+                                             + weights.passage_weight * hit["passage"], abs=1e-4)
     zorblax = [h for h in hits if "Zorblax" in h["text"]]
     assert zorblax, hits
     for hit in zorblax:
