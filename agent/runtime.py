@@ -130,8 +130,9 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
                                pg_index=settings.pg_index)
     web = open_web(settings, progress=progress) if tree != "kb" else None
     try:
-        chat = open_chat(settings, loaded) if tree != "kb" and (settings.rerank or settings.max_rounds) else None
-        reranker = Reranker(chat) if settings.rerank and chat is not None else None
+        rerank = settings.effective_rerank()
+        chat = open_chat(settings, loaded) if tree != "kb" and (rerank or settings.max_rounds) else None
+        reranker = Reranker(chat) if rerank and chat is not None else None
         agent = FactAgent(generator, web, reranker, tree=tree, k=settings.k,
                           chat=chat, **settings.agent_options())
     except BaseException:

@@ -70,6 +70,16 @@ def test_own_kb_without_a_web_answers_from_the_kb(tmp_path):
     assert load_settings(kb=tmp_path, web=tmp_path).effective_tree() == "both"
 
 
+def test_reranking_defaults_to_an_endpoint_only(monkeypatch):
+    """Unset, the agent re-ranks only with a chat endpoint (the local model lost accuracy doing it)."""
+    assert load_settings().effective_rerank() is False
+    assert load_settings(rerank=True).effective_rerank() is True
+    assert load_settings(openai_base_url="http://127.0.0.1:9/v1").effective_rerank() is True
+    assert load_settings(openai_base_url="http://127.0.0.1:9/v1", rerank=False).effective_rerank() is False
+    monkeypatch.setenv("FACTWEAVE_RERANK", "true")
+    assert load_settings().effective_rerank() is True
+
+
 def test_config_command_prints_a_settings_file_that_reads_back(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FACTWEAVE_")}
     env.update(PYTHONPATH=str(REPO), FACTWEAVE_TREE="question", FACTWEAVE_API_KEY="k3y", HOME=str(tmp_path))

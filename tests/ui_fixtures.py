@@ -27,7 +27,7 @@ def ui_runtime(tmp_path_factory, smollm, cache_dir, embedder):
 
     web = KnowledgeWeb.open(tmp_path_factory.mktemp("ui-web") / "web", embedder=embedder)
     build_small_web(web)
-    settings = load_settings(model="smollm2-135m", cache=cache_dir, max_tokens=64)
+    settings = load_settings(model="smollm2-135m", cache=cache_dir, max_tokens=64, rerank=True)
     runtime = UIRuntime(settings, loaded=smollm, web=web, progress=False, max_upload_bytes=64 * 1024)
     # A short reply budget for the re-ranker: it only names fact numbers (keeps the tests quick).
     runtime.reranker.max_tokens = 12

@@ -200,7 +200,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                                           elem_id="fw-beams")
                         k = gr.Slider(1, 30, value=runtime.settings.k, step=1, label="Facts retrieved per query (k)",
                                       elem_id="fw-k")
-                        rerank = gr.Checkbox(value=runtime.settings.rerank, label="Re-rank the retrieved facts",
+                        rerank = gr.Checkbox(value=runtime.settings.effective_rerank(), label="Re-rank the retrieved facts",
                                              elem_id="fw-rerank")
                         with gr.Row():
                             model = gr.Dropdown(_installed_models(runtime.model_name), value=runtime.model_name,

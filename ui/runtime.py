@@ -46,7 +46,7 @@ class AskOptions:
     tree: str = "both"
     beams: int = 1
     k: int = 10
-    rerank: bool = True
+    rerank: bool | None = None  # None: the settings' choice (Settings.effective_rerank)
 
 
 def _no_progress(fraction: float, message: str) -> None:
@@ -147,7 +147,8 @@ class UIRuntime:
     def agent(self, options: AskOptions) -> FactAgent:
         from agent.pipeline import FactAgent
 
-        return FactAgent(self.generator, self.web, self.reranker if options.rerank else None, tree=options.tree,
+        rerank = self.settings.effective_rerank() if options.rerank is None else options.rerank
+        return FactAgent(self.generator, self.web, self.reranker if rerank else None, tree=options.tree,
                          k=options.k, chat=self.chat, **self.settings.agent_options())
 
     def stream(self, question: str, options: AskOptions, stop: threading.Event | None = None, *,

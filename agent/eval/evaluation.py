@@ -155,9 +155,9 @@ def _agent(generator: Any, knowledge: EvalKnowledge, settings: Settings, loaded:
     from ..runtime import open_chat
 
     chat = open_chat(settings, loaded)
-    return FactAgent(generator, knowledge.web, Reranker(chat) if settings.rerank else None, tree=_agent_tree(settings),
-                     k=settings.k, max_rounds=settings.max_rounds, max_subqueries=settings.max_subqueries,
-                     chat=chat)
+    reranker = Reranker(chat) if settings.effective_rerank() else None
+    return FactAgent(generator, knowledge.web, reranker, tree=_agent_tree(settings), k=settings.k,
+                     max_rounds=settings.max_rounds, max_subqueries=settings.max_subqueries, chat=chat)
 
 
 def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None = None,
@@ -202,7 +202,7 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
         "questions": len(questions), "methods": names,
         "model": settings.model, "device": settings.device or "cpu", "dtype": settings.dtype or "default",
         "beams": settings.beams, "max_tokens": settings.max_tokens, "batch_size": batch_size, "seed": seed,
-        "agent": {"tree": _agent_tree(settings), "k": settings.k, "rerank": settings.rerank, "max_rounds": settings.max_rounds,
+        "agent": {"tree": _agent_tree(settings), "k": settings.k, "rerank": settings.effective_rerank(), "max_rounds": settings.max_rounds,
                   "max_subqueries": settings.max_subqueries},
         "kgd": kgd.as_dict() if uses_kgd else None,
         "judge": ({"kind": "endpoint" if judge_base_url else ("openai" if judge_model else "local"),
