@@ -6,7 +6,8 @@ graph:
 
 1. **Seeds.** The stored keywords nearest the question's keywords (the paper's route, weighted by
    similarity), and the ``dense_k`` facts nearest the question itself (weighted by cosine, their
-   total ``dense_weight`` x the keywords' total).
+   total ``dense_weight`` x the keywords' total). A question none of whose keywords is near a
+   stored one gets no facts, as with the paper's route.
 2. **A bounded subgraph**, fetched in three parameterized queries: the facts of the seed
    keywords; the keywords of those facts and of the dense seeds; the facts of the ``bridges``
    keywords among those that a first walk over this subgraph reaches most.
@@ -106,6 +107,11 @@ def graph_hits(web: KnowledgeWeb, q_vec: np.ndarray, seed_keywords: dict[str, fl
     ``seed_keywords`` maps the stored keywords the question matched to their similarity; ``names``
     their names (each hit lists the matched keywords it is linked to, and its degree counts them).
     """
+    if not seed_keywords:
+        # No stored keyword is near the question's: the web holds nothing about what it names
+        # ("Who is Qwxvbrt Plimsoll?"); its nearest facts would be unrelated (cosine ~0.4 there,
+        # as close as a relevant one can be), so nothing is returned, as by the keyword route.
+        return []
     dense = {h.id: h.score for h in web.fact_vectors.query(q_vec, settings.dense_k)} if settings.dense_k else {}
     keyword_facts = web.graph.expand_keywords(sorted(seed_keywords), settings.expand_cap)
     ring = sorted({f for facts in keyword_facts.values() for f in facts} | set(dense))
