@@ -136,7 +136,7 @@ def test_ask_a_demo_question_with_the_embedded_defaults(cache_dir):
     assert proc.returncode == 0, proc.stderr
     reply = json.loads(proc.stdout)
     steps = [s["step"] for s in reply["trace"]["steps"]]
-    assert steps[:2] == ["retrieve", "generate"] and "rerank" not in steps
+    assert steps[0] == "retrieve" and "generate" in steps and "rerank" not in steps
     hits = reply["trace"]["steps"][0]["hits"]
     assert any(question.subject in h["text"] for h in hits)  # the demo web holds the dev triples
     kb = {f.text for f in load_facts(demo_kamel_root())}
