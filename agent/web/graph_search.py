@@ -156,4 +156,3 @@ def graph_hits(web: KnowledgeWeb, q_vec: np.ndarray, seed_keywords: dict[str, fl
                             len(linked), sorted(names[kid] for kid in linked), provenance, query,
                             ppr=round(rank, 6), passage=round(context, 6)))
     return hits
-
