@@ -113,11 +113,14 @@ class Settings(BaseSettings):
                             "OpenAI-compatible endpoint, else rules), chat or rules (FACTWEAVE_REWRITE).")
     max_hops: int = Field(3, ge=0, le=10, description="Bridge entities searched while generating, per attempt "
                                                      "(multi-hop chaining; 0: none) (FACTWEAVE_MAX_HOPS).")
+    evidence: bool = Field(True, description="When no constrained attempt is grounded, let the model read the "
+                                             "retrieved facts, then state the ones that hold its answer "
+                                             "(FACTWEAVE_EVIDENCE).")
 
     def agent_options(self) -> dict[str, Any]:
         """The keyword arguments of :class:`~agent.pipeline.FactAgent` these settings fix."""
         return {"max_rounds": self.max_rounds, "max_subqueries": self.max_subqueries, "rewrite": self.rewrite,
-                "max_hops": self.max_hops}
+                "max_hops": self.max_hops, "evidence": self.evidence}
 
     # the server
     host: str = Field("127.0.0.1", description="Address `factweave serve` binds (FACTWEAVE_HOST).")

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from agent.pipeline import FactAgent
-from agent.pipeline.grounding import ground
+from agent.pipeline.grounding import clean_answer, ground
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
 from agent.knowledge.loaders import load_facts
 from agent.web.decompose import SentenceDecomposer
@@ -160,3 +160,31 @@ def test_kb_first_answers_from_the_kb_and_searches_only_when_that_is_not_grounde
     assert any(s["step"] == "generate" and s["tree"] == "question" for s in steps)
     if unknown.knows:  # an answer only with a retrieved fact behind it
         assert unknown.trace["grounded"] and all(f["tree"] == "question" for f in unknown.facts)
+
+
+def test_evidence_attempt_states_only_the_listed_facts_that_hold_what_the_model_read(demo_generator, small_web):
+    """No constrained attempt is grounded, so the model reads the retrieved facts and names
+    someone; the facts holding that name are stated on a tree of those facts alone, verbatim from
+    the web, and the answer stands only if grounded in them (SmolLM2 reads "Mira Quell" for the
+    station's first director, then says she was its director: withheld, "I don't know.")."""
+    agent = FactAgent(demo_generator, small_web, tree="question", k=8, max_rounds=0)
+    reply = agent.answer("Who was the first director of Zorblax Station?")
+    steps = reply.trace["steps"]
+    evidence = next(s for s in steps if s["step"] == "evidence")
+    first = next(s for s in steps if s["step"] == "generate")
+    assert not first["grounded"] and steps.index(first) < steps.index(evidence)
+    listed = {h["id"]: h["text"] for s in steps if s["step"] == "retrieve" for h in s["hits"]}
+    assert evidence["listed"] == list(listed)[: len(evidence["listed"])] and evidence["candidate"] == "Mira Quell"
+    assert evidence["grounded"] and evidence["chain"] and set(evidence["chain"]) <= set(listed)
+    stating = steps[steps.index(evidence) + 1]
+    assert stating["step"] == "generate" and stating["evidence"] == "Mira Quell"
+    assert stating["tree_facts"] == len(evidence["chain"]) and stating["facts"]
+    assert {f["fact_id"] for f in stating["facts"]} <= set(evidence["chain"])
+    assert all(listed[f["fact_id"]] == f["text"] for f in stating["facts"])
+    assert not stating["grounded"] and not reply.trace["grounded"]
+    assert reply.answer == "I don't know." and reply.trace["withheld"] == clean_answer(stating["answer"])
+    # Without the evidence attempt: no reading, the same first attempt.
+    plain = FactAgent(demo_generator, small_web, tree="question", k=8, max_rounds=0, evidence=False)
+    without = plain.answer("Who was the first director of Zorblax Station?").trace["steps"]
+    assert all(s["step"] != "evidence" for s in without)
+    assert next(s for s in without if s["step"] == "generate")["text"] == first["text"]

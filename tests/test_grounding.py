@@ -239,3 +239,33 @@ def test_a_follow_up_chain_starts_from_the_whole_conversation():
     assert "Be brief" not in asked
     assert connected_prefix(asked, ["<Buck Owens> <instrument> <guitar> ."]) == 1
     assert connected_prefix(turns[-1]["content"], ["<Buck Owens> <instrument> <guitar> ."]) == 0
+
+
+TOAD = "Toad Hall is a residential hall in a university located in what Australian city?"
+TOAD_FACTS = ["Toad Hall is a student residence at the Australian National University.",
+              "The Australian National University is a public research university located in Canberra.",
+              "Canberra is the capital city of Australia.",
+              "Sea ice covers the Barents Sea in winter."]
+
+
+@pytest.mark.parametrize(("question", "answer", "expected"), [
+    # the facts that hold the answer, on a chain from the question ("Australian" anchors the
+    # university's fact): the hall's fact is not needed, the unrelated one never
+    (TOAD, "Canberra", [1, 2]),
+    # one fact names the subject and holds the answer: that fact alone
+    ("Where was Mira Quell born?", "Oslo", [1]),
+    # the answer in a fact no chain reaches: not kept, nothing to state
+    ("Where was Mira Quell born?", "Barents Sea", []),
+    # a name the listed facts do not hold
+    (TOAD, "Sydney", []),
+])
+def test_evidence_chain_keeps_the_listed_facts_that_hold_the_answer(question, answer, expected):
+    from agent.pipeline.evidence import evidence_chain
+
+    listed = TOAD_FACTS if question == TOAD else ["Mira Quell is a Norwegian glaciologist.",
+                                                  "Mira Quell was born in Oslo in 1951.",
+                                                  "Sea ice covers the Barents Sea in winter."]
+    check, chain = evidence_chain(question, answer, listed)
+    assert chain == expected and check.grounded == bool(expected)
+    if chain:  # what is kept grounds the answer by itself, as an attempt stating it would
+        assert ground(question, answer, [listed[i] for i in chain]).grounded

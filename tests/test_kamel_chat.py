@@ -11,7 +11,8 @@ from conftest import DATA, run_cli
 from agent.errors import FactweaveError
 from agent.eval.conversations import FOLLOW_UPS, kamel_chat_questions
 from agent.eval.datasets import load_questions
-from agent.eval.methods import WebRAGMethod, conversation
+from agent.eval.methods import conversation
+from agent.pipeline.evidence import ListedFactsReader
 from agent.knowledge.kamel import demo_kamel_root
 from agent.knowledge.loaders import load_facts
 
@@ -103,11 +104,11 @@ def test_methods_put_the_conversation_in_the_prompt(demo):
     assert messages[:2] == list(follow.history) and messages[2] == {"role": "user", "content": follow.text}
     alone = next(q for q in demo["questions"] if q.meta["kind"] == "standalone")
     assert conversation(alone) == alone.text
-    rag = WebRAGMethod.__new__(WebRAGMethod)  # only its prompt: no web, no model
+    reader = ListedFactsReader.__new__(ListedFactsReader)  # only its prompt: no model
     from string import Template
 
-    rag.facts_template = Template("Facts:\n$facts")
-    turns = rag.conversation(follow, ["<a> <b> <c> ."])
+    reader.facts_template = Template("Facts:\n$facts")
+    turns = reader.conversation(conversation(follow), ["<a> <b> <c> ."])
     assert turns[0] == {"role": "system", "content": "Facts:\n[1] <a> <b> <c> ."} and turns[1:] == messages
 
 

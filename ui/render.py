@@ -182,6 +182,11 @@ def _step_html(step: dict[str, Any], selected: set[str]) -> str:
                 + ("fallback to the top 3: " + _e(step.get("reason", "")) if step["used_fallback"]
                    else f'{len(step["selected"])} fact(s) picked by the chat model')
                 + f'</p><p class="fw-dim">model reply: <code>{_e(step.get("reply") or "")}</code></p>')
+    elif kind == "evidence":
+        body = (f'<p>the model read the retrieved facts and answered “{_e(step.get("candidate", ""))}”; '
+                + ("a connected chain of them holds it, so they were stated next" if step.get("grounded")
+                   else "not kept: " + _e(step.get("how", "")))
+                + f'</p><p class="fw-dim">model reply: <code>{_e(step.get("reply") or "")}</code></p>')
     elif kind == "subquery":
         body = "<ul>" + "".join(f"<li>{_e(q)}</li>" for q in step["queries"]) + f"</ul><p class='fw-dim'>{_e(step['how'])}</p>"
     elif kind == "generate":
@@ -209,7 +214,8 @@ def facts_list(facts: Sequence[dict[str, Any]], *, anchor: str = "") -> str:
 
 def timings_table(trace: dict[str, Any]) -> str:
     t = trace.get("timings", {})
-    names = [("retrieve_s", "retrieval"), ("rerank_s", "re-ranking"), ("subquery_s", "sub-queries"),
+    names = [("retrieve_s", "retrieval"), ("rerank_s", "re-ranking"), ("evidence_s", "reading the facts"),
+             ("subquery_s", "sub-queries"),
              ("tree_build_s", "per-question trees"), ("generate_s", "generation"), ("total_s", "total")]
     cells = "".join(f"<tr><td>{label}</td><td>{t.get(key, 0.0):.2f} s</td></tr>" for key, label in names)
     tokens = trace.get("tokens", {})

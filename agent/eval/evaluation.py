@@ -25,7 +25,7 @@ from ..errors import FactweaveError
 from .datasets import data_path, load_questions
 from .judge import AnswerJudge
 from .methods import (CONVERSATIONAL, KAMEL_ONLY, METHODS, AgentMethod, LLMOnlyMethod, MajorityMethod, RCDMethod, ReFactXMethod,
-                      VanillaSetMethod, WebRAGMethod, default_methods, web_rag_generator)
+                      VanillaSetMethod, WebRAGMethod, default_methods)
 from .kgd import VARIANTS as KGD_VARIANTS
 from .report import EvalReport, file_stem
 from .resume import RowLog
@@ -93,7 +93,9 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
         elif name == "refactx":
             methods.append(ReFactXMethod(generator))
         elif name == "web-rag":
-            methods.append(WebRAGMethod(web_rag_generator(generator), knowledge.web, k=settings.k))
+            from ..pipeline.evidence import ListedFactsReader
+
+            methods.append(WebRAGMethod(ListedFactsReader(generator), knowledge.web, k=settings.k))
         elif name == "agent":
             methods.append(AgentMethod(_agent(generator, knowledge, settings, loaded)))
         elif name in ("rcd", "rcd-static"):
@@ -156,8 +158,8 @@ def _agent(generator: Any, knowledge: EvalKnowledge, settings: Settings, loaded:
 
     chat = open_chat(settings, loaded)
     reranker = Reranker(chat) if settings.effective_rerank() else None
-    return FactAgent(generator, knowledge.web, reranker, tree=_agent_tree(settings), k=settings.k,
-                     max_rounds=settings.max_rounds, max_subqueries=settings.max_subqueries, chat=chat)
+    return FactAgent(generator, knowledge.web, reranker, tree=_agent_tree(settings), k=settings.k, chat=chat,
+                     **settings.agent_options())
 
 
 def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None = None,
@@ -203,7 +205,7 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
         "model": settings.model, "device": settings.device or "cpu", "dtype": settings.dtype or "default",
         "beams": settings.beams, "max_tokens": settings.max_tokens, "batch_size": batch_size, "seed": seed,
         "agent": {"tree": _agent_tree(settings), "k": settings.k, "rerank": settings.effective_rerank(), "max_rounds": settings.max_rounds,
-                  "max_subqueries": settings.max_subqueries},
+                  "max_subqueries": settings.max_subqueries, "evidence": settings.evidence},
         "kgd": kgd.as_dict() if uses_kgd else None,
         "judge": ({"kind": "endpoint" if judge_base_url else ("openai" if judge_model else "local"),
                    "model": judge_model or None} if judge else None),

@@ -32,19 +32,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from string import Template
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..prompts import FewShotPrompt, read_prompt
 from .datasets import EvalQuestion
 
 if TYPE_CHECKING:
     from ..pipeline import FactAgent
+    from ..pipeline.evidence import ListedFactsReader
     from ..decoding import FactGenerator
     from ..decoding.rcd import AnswerSetGenerator
     from ..web.web import KnowledgeWeb
-
-WEB_RAG_PROMPT = "web-rag"
 
 
 @dataclass
@@ -128,44 +125,24 @@ class ReFactXMethod:
 
 
 class WebRAGMethod:
-    """Retrieve the top ``k`` facts from the web, list them in the prompt, generate freely.
-
-    ``generator`` must use the web-RAG prompt (``FewShotPrompt.load("web-rag")``); each
-    question goes to it as a conversation whose own system message lists the facts
-    (``prompts/web-rag/facts.txt``), which the prompt appends to its system text.
-    """
+    """Retrieve the top ``k`` facts from the web, list them in the prompt, generate freely
+    (:class:`~agent.pipeline.evidence.ListedFactsReader`: the web-RAG prompt, whose system text
+    the facts are appended to, ``prompts/web-rag/facts.txt``)."""
 
     name = "web-rag"
     batched = True
     grounds = True
 
-    def __init__(self, generator: FactGenerator, web: KnowledgeWeb, k: int = 10) -> None:
-        self.generator, self.web, self.k = generator, web, k
-        self.facts_template = Template(read_prompt(f"{WEB_RAG_PROMPT}/facts.txt"))
-
-    def conversation(self, question: str | EvalQuestion, facts: Sequence[str]) -> list[dict[str, str]]:
-        """The messages for ``question`` (with its history, if any) with ``facts`` listed
-        (numbered, best first)."""
-        listed = "\n".join(f"[{i}] {text}" for i, text in enumerate(facts, 1)) or "(none)"
-        turns = conversation(question) if isinstance(question, EvalQuestion) else question
-        turns = [{"role": "user", "content": turns}] if isinstance(turns, str) else turns
-        return [{"role": "system", "content": self.facts_template.safe_substitute(facts=listed)}, *turns]
+    def __init__(self, reader: ListedFactsReader, web: KnowledgeWeb, k: int = 10) -> None:
+        self.reader, self.web, self.k = reader, web, k
 
     def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
         hits = [self.web.search(q.text, self.k).hits for q in questions]
-        prompts = [self.conversation(q, [h.text for h in found]) for q, found in zip(questions, hits)]
-        answers = self.generator.answer_batch(prompts, constrained=False)
+        answers = self.reader.read_batch([conversation(q) for q in questions],
+                                         [[h.text for h in found] for found in hits])
         given = [[{"id": h.id, "text": h.text, "source": h.source, "score": h.score} for h in found]
                  for found in hits]
         return _from_answers(answers, given)
-
-
-def web_rag_generator(generator: FactGenerator) -> FactGenerator:
-    """A generator on the same model and settings with the web-RAG prompt and no index."""
-    from ..decoding import FactGenerator
-
-    return FactGenerator(generator.model, generator.tokenizer, None, prompt=FewShotPrompt.load(WEB_RAG_PROMPT),
-                         beams=generator.beams, max_new_tokens=generator.max_new_tokens)
 
 
 class AgentMethod:
@@ -192,8 +169,11 @@ class AgentMethod:
             "supported": trace["supported"],
             "withheld": trace.get("withheld"),
             "attempts": [{"tree": a["tree"], "answer": a["answer"], "facts": len(a["facts"]),
-                          "tokens": a["tokens"], **({"continues": a["continues"]} if "continues" in a else {})}
+                          "tokens": a["tokens"], **({"continues": a["continues"]} if "continues" in a else {}),
+                          **({"evidence": a["evidence"]} if "evidence" in a else {})}
                          for a in attempts],
+            "evidence": [{"candidate": s["candidate"], "kept": s["grounded"]} for s in trace["steps"]
+                         if s["step"] == "evidence"],
             "subqueries": trace["subqueries"],
             "reranked": [{"id": i, "text": retrieved[i]["text"]} for i in (chosen[-1] if chosen else [])
                          if i in retrieved],

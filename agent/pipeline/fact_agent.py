@@ -3,9 +3,10 @@ answer, grounded in the facts it states, with a trace.
 
 The pipeline is a LangGraph graph (so the agent is a LangChain ``Runnable``)::
 
-    rewrite -> retrieve -> rerank -> generate --(grounded answer)------------------> finish
-                  ^                      |--(not grounded, rounds left)--> subquery --^ (new queries: retrieve)
-                  |                      '--(not grounded, tree "both")--> generate on the KB -> finish
+    rewrite -> retrieve -> rerank -> generate --(grounded answer)-----------------------------> finish
+                  ^                      '--(not grounded)--> evidence --(grounded)-----------------> finish
+                  |                                              |--(rounds left)--> subquery --^ (new queries: retrieve)
+                  |                                              '--(tree "both")--> generate on the KB -> finish
 
 ``rewrite`` makes a follow-up standalone from the earlier turns (:mod:`.conversation`); the
 rest works on the standalone question.
@@ -23,8 +24,11 @@ The fact tree used while generating (``tree``):
 An answer stands only when it is *grounded* (:mod:`.grounding`): contained in a stated fact of a
 connected chain that starts at an entity of the question, or computed from such facts by a shown
 step. Otherwise it is replaced by "I don't know." (the trace keeps what was withheld and why).
-When the per-question tree lacks what the model needs (the answer is not grounded), the agent
-searches the web again with sub-queries (written by the chat model, else the question keywords
+When the constrained attempt on the per-question tree gives no grounded answer, the model reads
+the retrieved facts listed in its prompt and answers freely (:mod:`.evidence`); a candidate that
+a connected chain of those facts holds is then stated, constrained to a tree of that chain's
+facts, and grounded as any attempt (a small model often reads the answer in a fact it does not
+pick while generating). When that fails too, the agent searches the web again with sub-queries (written by the chat model, else the question keywords
 no fact covered), at most ``max_rounds`` times, and regenerates over the grown tree.
 
 The trace is plain data (JSON-serializable): one record per step in order (retrieval with each
@@ -46,6 +50,7 @@ from ..errors import FactweaveError
 from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
 from .chaining import (ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, asks_past, connected_reply, reply_through,
                        subject_relations)
+from .evidence import ListedFactsReader, evidence_chain
 from .grounding import DONT_KNOW, clean_answer, connected_prefix, ground, knows
 
 if TYPE_CHECKING:
@@ -99,6 +104,7 @@ class _State(TypedDict, total=False):
     queries: list[str]       # every query searched so far
     pending: list[str]       # queries to search next
     rounds: int              # sub-query rounds done
+    evidence_round: int      # the last round the evidence attempt ran in (-1: none yet)
     attempts: list[dict]     # generation attempts (the last one decides)
     steps: Annotated[list[dict], operator.add]
 
@@ -122,7 +128,7 @@ class FactAgent:
     def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None,
                  reranker: Reranker | None = None, *, tree: str = "both", k: int = 10, max_rounds: int = 1,
                  max_subqueries: int = 2, chat: ChatClient | None = None, rewrite: str = "auto",
-                 max_hops: int = 3, hop_k: int = 5, max_tree_facts: int = 60,
+                 max_hops: int = 3, hop_k: int = 5, max_tree_facts: int = 60, evidence: bool = True,
                  max_history_turns: int = MAX_TURNS, max_history_chars: int = MAX_CHARS) -> None:
         if tree not in TREE_MODES:
             raise ValueError(f"tree must be one of {', '.join(TREE_MODES)}, not {tree!r}")
@@ -140,6 +146,8 @@ class FactAgent:
         self.chat = chat if chat is not None else getattr(reranker, "client", None)
         self.rewrite = rewrite
         self.max_hops, self.hop_k, self.max_tree_facts = max_hops, hop_k, max_tree_facts
+        self.evidence = evidence
+        self._reader: ListedFactsReader | None = None
         self.max_history_turns, self.max_history_chars = max_history_turns, max_history_chars
         self.graph = self._build_graph()
         self._closers: list[Callable[[], None]] = []
@@ -203,7 +211,7 @@ class FactAgent:
         history = trim_history(history or [], self.max_history_turns, self.max_history_chars)
         return {"asked": question, "question": question, "history": history, "beams": beams, "stop": stop,
                 "pool": [], "chosen": [],
-                "queries": [], "pending": [question], "rounds": 0, "attempts": [], "steps": []}
+                "queries": [], "pending": [question], "rounds": 0, "evidence_round": -1, "attempts": [], "steps": []}
 
     # --- the graph -------------------------------------------------------------------------------
 
@@ -215,6 +223,7 @@ class FactAgent:
         graph.add_node("retrieve", self._retrieve)
         graph.add_node("rerank", self._rerank)
         graph.add_node("generate", self._generate)
+        graph.add_node("evidence", self._evidence)
         graph.add_node("subquery", self._subquery)
         graph.add_node("generate_kb", self._generate_kb)
         graph.add_edge(START, "rewrite")
@@ -222,7 +231,8 @@ class FactAgent:
                                     ["generate_kb", "retrieve"])
         graph.add_edge("retrieve", "rerank")
         graph.add_edge("rerank", "generate")
-        graph.add_conditional_edges("generate", self._after_generate, ["subquery", "generate_kb", END])
+        graph.add_conditional_edges("generate", self._after_generate, ["evidence", "subquery", "generate_kb", END])
+        graph.add_conditional_edges("evidence", self._after_generate, ["evidence", "subquery", "generate_kb", END])
         graph.add_conditional_edges("subquery", self._after_subquery, ["retrieve", "generate_kb", END])
         graph.add_conditional_edges("generate_kb", self._after_kb, ["retrieve", END])
         return graph.compile(name="factweave-agent")
@@ -239,6 +249,8 @@ class FactAgent:
 
         if _final(state["attempts"]).get("grounded") or _stopped(state):
             return END
+        if self.evidence and state["evidence_round"] < state["rounds"] and state["pool"]:
+            return "evidence"
         if state["rounds"] < self.max_rounds:
             return "subquery"
         return "generate_kb" if self.tree == "both" else END
@@ -452,6 +464,39 @@ class FactAgent:
         self._generate_into(record, state, tree, chain, hops, prefix, facts, budget=_ONE_FACT_TOKENS)
         return [*hops, record]
 
+    def _evidence(self, state: _State) -> dict[str, Any]:
+        """The model reads the listed facts (the pool's first ``k``) and answers freely; a
+        candidate grounded in a connected chain of them is stated on a tree of that chain's facts
+        and grounded as any attempt (:mod:`.evidence`)."""
+        t = time.perf_counter()
+        listed = state["pool"][: self.k]
+        texts = [h.text for h in listed]
+        if self._reader is None:
+            self._reader = ListedFactsReader(self.generator, max_new_tokens=_ONE_FACT_TOKENS)
+        read = self._reader.read(state["question"], texts)
+        candidate = clean_answer(read.answer)
+        step: dict[str, Any] = {"step": "evidence", "round": state["rounds"], "listed": [h.id for h in listed],
+                                "reply": read.text, "candidate": candidate}
+        out: dict[str, Any] = {"evidence_round": state["rounds"]}
+        check, chain = evidence_chain(state["question"], candidate, texts) if knows(candidate) else (None, [])
+        step["grounded"] = bool(chain)
+        step["how"] = ("the model found no answer in the listed facts" if check is None
+                       else f"in the listed facts: {check.how}")
+        step["chain"] = [listed[i].id for i in chain]
+        step["seconds"] = _since(t)
+        _emit({"event": "step", "step": step})
+        if not chain or _stopped(state):
+            return {**out, "steps": [step]}
+        number = len(state["attempts"])
+        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": "question", "evidence": candidate}
+        t = time.perf_counter()
+        tree = ChainingTree([listed[i] for i in chain], self.generator.tokenizer, None, state["question"],
+                            max_hops=0, max_facts=len(chain))
+        record["tree_facts"] = tree.size
+        record["tree_build_s"] = _since(t)
+        self._generate_into(record, state, "question", tree, [])
+        return {**out, "attempts": state["attempts"] + [record], "steps": [step, record]}
+
     def _subquery(self, state: _State) -> dict[str, Any]:
         t = time.perf_counter()
         asked = {q.casefold() for q in state["queries"]}
@@ -500,7 +545,7 @@ class FactAgent:
         grounded = bool(last.get("grounded"))
         # A sentence that says a stated triple is answered by the triple's object.
         answer = ((last.get("grounding") or {}).get("short") or clean_answer(last["answer"])) if grounded else DONT_KNOW
-        timings = {"rewrite_s": 0.0, "hop_s": 0.0, "retrieve_s": 0.0, "rerank_s": 0.0, "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0}
+        timings = {"rewrite_s": 0.0, "hop_s": 0.0, "retrieve_s": 0.0, "rerank_s": 0.0, "evidence_s": 0.0, "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0}
         for step in steps:
             timings[f"{step['step']}_s"] += step.get("seconds", 0.0)
             timings["tree_build_s"] += step.get("tree_build_s", 0.0)

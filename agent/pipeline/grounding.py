@@ -162,6 +162,16 @@ def connected_prefix(question: str, facts: Sequence[str]) -> int:
     return n
 
 
+def names_question_entity(question: str, fact: str) -> bool:
+    """Whether ``fact`` by itself names an entity of ``question`` (could start a chain)."""
+    return bool(connected_chain(question, [_parse(fact)]))
+
+
+def holds_answer(fact: str, answer: str) -> bool:
+    """Whether ``answer``, normalized, is in ``fact`` word for word."""
+    return _contains(_fact_words(fact), normalize_answer(clean_answer(answer)).split())
+
+
 def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
     """Indices of the facts connected to the question: anchors name a question entity, the rest
     share an entity with a fact already connected (in stated order, repeated to a fixed point)."""

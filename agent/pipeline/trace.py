@@ -1,7 +1,7 @@
 """Reading an agent trace: one-line descriptions of its step records.
 
 A trace (``AgentAnswer.trace``) holds the steps in order; each is a plain dict whose ``step`` is
-``rewrite``, ``retrieve``, ``rerank``, ``subquery``, ``hop`` or ``generate`` (see :mod:`agent.pipeline.fact_agent`).
+``rewrite``, ``retrieve``, ``rerank``, ``evidence``, ``subquery``, ``hop`` or ``generate`` (see :mod:`agent.pipeline.fact_agent`).
 """
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ def describe_step(step: dict[str, Any]) -> str:
     if kind == "rerank":
         how = f"fallback to the top 3 ({step['reason']})" if step["used_fallback"] else "picked by the chat model"
         return f"re-ranker: {step['question_type']} question, {len(step['selected'])} fact(s) {how}, {step['seconds']:.1f} s"
+    if kind == "evidence":
+        said = f"read {len(step['listed'])} listed facts: {step['candidate']!r}"
+        if step["grounded"]:
+            return f"{said}, held by {len(step['chain'])} of them: stating them ({step['seconds']:.1f} s)"
+        return f"{said}, not kept ({step['how']}) ({step['seconds']:.1f} s)"
     if kind == "subquery":
         queries = "; ".join(repr(q) for q in step["queries"]) or "none"
         return f"sub-queries ({step['how']}): {queries}"
@@ -37,6 +42,9 @@ def describe_step(step: dict[str, Any]) -> str:
         return (f"attempt {step['attempt'] + 1} on {where}: answered again from the {step['kept_facts']} connected "
                 f"fact(s) of attempt {step['reanswer_of'] + 1} ({len(step['dropped'])} dropped): answer "
                 f"{step['answer']!r} in {step['seconds']:.1f} s")
+    if step.get("evidence") is not None:
+        return (f"attempt {step['attempt'] + 1} on {where}: stating the facts that hold {step['evidence']!r}: answer "
+                f"{step['answer']!r}, {len(step['facts'])} fact(s) in {step['seconds']:.1f} s")
     if step.get("continues") is not None:
         return (f"attempt {step['attempt'] + 1} on {where}: one more fact after those of attempt "
                 f"{step['continues'] + 1}: answer {step['answer']!r}, {len(step['facts'])} fact(s) in "
