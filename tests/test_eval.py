@@ -211,12 +211,15 @@ def test_popqa_all_methods_with_a_judge_behind_the_endpoint(smollm, openai_serve
             assert row["text"][fact["start"]:fact["end"]] == fact["text"]
     for row in by_method["agent"].rows:
         # The per-question tree first; when that answer is unsupported, the KB (no sub-query round).
-        # A chain one fact short goes on from its own reply on the same tree ("continues").
-        fresh = [a for a in row["attempts"] if "continues" not in a]
+        # A chain one fact short goes on from its own reply on the same tree ("continues"); the
+        # evidence attempt states retrieved facts (a per-question tree) after the first attempt.
+        fresh = [a for a in row["attempts"] if "continues" not in a and "evidence" not in a]
         assert [a["tree"] for a in fresh] in (["question"], ["question", "kb"])
         for i, a in enumerate(row["attempts"]):
             if "continues" in a:
                 assert a["continues"] < i and row["attempts"][a["continues"]]["tree"] == a["tree"]
+            if "evidence" in a:
+                assert i > 0 and a["tree"] == "question" and {"candidate": a["evidence"], "kept": True} in row["evidence"]
         if row["supported"]:
             assert row["facts"] and row["prediction"] in {a["answer"] for a in row["attempts"]}
         else:  # an answer without a supporting fact is withheld

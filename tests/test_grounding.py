@@ -107,11 +107,11 @@ def test_an_answer_that_only_repeats_the_question_is_not_grounded():
     # part of a name is not the name
     assert ground("Which country is Mexico City in?", "Mexico", ["<Mexico City> <country> <Mexico> ."]).grounded
     # a choice question's options are in the question by design
-    assert ground("Which film came out first, Mirrow Lake or Quiet Harbour?", "Mirrow Lake", [ALPHA, BETA]).grounded
+    assert ground("Which film is Canadian, Mirrow Lake or Quiet Harbour?", "Mirrow Lake", [ALPHA, BETA]).grounded
 
 
 def test_a_choice_question_takes_one_of_its_options():
-    question = "Which film came out first, Mirrow Lake or Quiet Harbour?"
+    question = "Which film is Canadian, Mirrow Lake or Quiet Harbour?"
     assert ground(question, "Quiet Harbour", [ALPHA, BETA]).grounded
     assert ground(question, "mirrow lake", [ALPHA, BETA]).grounded
     # the director is in a stated fact, but the question asks which of the two films
@@ -269,3 +269,40 @@ def test_evidence_chain_keeps_the_listed_facts_that_hold_the_answer(question, an
     assert chain == expected and check.grounded == bool(expected)
     if chain:  # what is kept grounds the answer by itself, as an attempt stating it would
         assert ground(question, answer, [listed[i] for i in chain]).grounded
+
+
+KRANZBERG = "Who lived longer, Bernhard Afinger or Melvin Kranzberg?"
+AFINGER_LIFE = "Bernhard Afinger( 6 May 1813 – 25 December 1882) was a German sculptor."
+KRANZBERG_LIFE = ("Melvin Kranzberg (November 22, 1917 – December 6, 1995) was an American historian, and "
+                  "professor of history at Case Western Reserve University from 1952 until 1971.")
+
+
+@pytest.mark.parametrize(("question", "answer", "facts", "winner"), [
+    # lifespans from "(born – died)" (2WikiMultiHopQA's passages): 69 and 78 years
+    (KRANZBERG, "Melvin Kranzberg lived longer.", [AFINGER_LIFE, KRANZBERG_LIFE], "Melvin Kranzberg"),
+    # the model named the other option: the dates decide, not the model
+    (KRANZBERG, "Bernhard Afinger", [AFINGER_LIFE, KRANZBERG_LIFE], "Melvin Kranzberg"),
+    # "older": the earlier birth; "born 1961" and "born May 5, 1934"
+    ("Who is older, Kevin Hennessy or Emilia Bayer?", "Kevin Hennessy",
+     ["Kevin Hennessy (born 1961) is an Irish hurler.", "Emilia Bayer was born May 5, 1934 in Sofia, Bulgaria."],
+     "Emilia Bayer"),
+    # a work's own year: "came out first" picks the earlier film
+    ("Which film came out first, Mirrow Lake or Quiet Harbour?", "Mirrow Lake", [ALPHA, BETA], "Quiet Harbour"),
+    # a role of the option: each film's director, then the directors' deaths
+    ("Which film has the director who died earlier, Mirrow Lake or Quiet Harbour?", "Mirrow Lake",
+     [ALPHA, BETA, "Ellen Tobe (3 March 1890 – 9 June 1950) was a Canadian director.",
+      "Paul Dray (1901 – 1977) was a Canadian film director."], "Mirrow Lake"),
+])
+def test_a_date_comparison_is_computed_from_the_stated_dates(question, answer, facts, winner):
+    verdict = ground(question, answer, facts)
+    assert verdict.grounded and verdict.short == winner and verdict.how.startswith("compared: ")
+    assert verdict.how.endswith(f": {winner}") or f": {winner} (the model said" in verdict.how
+
+
+def test_a_date_comparison_without_both_dates_is_not_grounded():
+    # one side's date only: naming an option shows nothing
+    verdict = ground(KRANZBERG, "Melvin Kranzberg", [KRANZBERG_LIFE])
+    assert not verdict.grounded and "both options' dates" in verdict.how
+    # the same year and no day: the facts do not say who was born first
+    same = ["Ann Roe (born 1950) is a poet.", "Bo Lind (born 1950) is a painter."]
+    assert not ground("Who was born first, Ann Roe or Bo Lind?", "Ann Roe", same).grounded

@@ -5,7 +5,7 @@
 | ``llm-only`` | none: the ReFactX prompt and examples only | free |
 | ``refactx`` | the KB fact tree, no retrieval | every ``Fact:`` line constrained to the KB |
 | ``web-rag`` | the top ``k`` web facts in the prompt (``prompts/web-rag/``) | free; the ``Answer:`` line is parsed |
-| ``agent`` | web retrieval, re-ranking, sub-queries, then the KB | constrained: per-question tree, then the KB |
+| ``agent`` | web retrieval, re-ranking, the listed facts read (evidence), sub-queries, then the KB | constrained: per-question tree, then the KB |
 | ``rcd`` / ``rcd-static`` | KAMEL: the relation's objects (or every relation's) as candidates | a trie of candidates, ``;`` between answers |
 | ``vd`` | none (the RCD prompt) | free, split at ``;`` |
 | ``majority`` | the relation's most frequent object on other rows | no model |

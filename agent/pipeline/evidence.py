@@ -22,6 +22,7 @@ from string import Template
 from typing import TYPE_CHECKING, Any
 
 from ..prompts import FewShotPrompt, read_prompt
+from .comparison import asks_comparison
 from .grounding import Grounding, ground, holds_answer, names_question_entity
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ def evidence_chain(question: str, answer: str, listed: Sequence[str]) -> tuple[G
     if not check.grounded:
         return check, []
     chain = list(check.facts)
+    if check.short and asks_comparison(question):  # a comparison: the facts its dates came from
+        return check, chain
     holding = [i for i in chain if holds_answer(listed[i], answer)]
     anchored = [i for i in chain if i in holding or names_question_entity(question, listed[i])]
     for facts in (holding, anchored):

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..eval.metrics import normalize_answer
+from .comparison import asks_comparison, compare_options
 
 _TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
 _POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])")
@@ -114,6 +115,15 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
         return Grounding(False, "the answer is empty once normalized")
     words = norm.split()
     options = choice_options(question)
+    if options and asks_comparison(question):
+        # "Who is older, X or Y?": the answer is what the chain's dates pick, whatever the model
+        # said; without both dates nothing is shown (naming an option proves nothing).
+        compared = compare_options(question, [stated[i].text for i in chain])
+        if compared is None:
+            return Grounding(False, "a comparison question: the stated facts do not give both options' dates",
+                             tuple(chain))
+        said = "" if _contains(normalize_answer(compared.winner).split(), words) else f" (the model said {answer!r})"
+        return Grounding(True, compared.how + said, tuple(chain[i] for i in compared.facts), compared.winner)
     if options and not any(_contains(words, o) or _contains(o, words) for o in options):
         return Grounding(False, f"the question offers a choice ({' or '.join(' '.join(o) for o in options)}) "
                                 "and the answer is neither", tuple(chain))
