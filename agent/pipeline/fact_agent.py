@@ -470,6 +470,9 @@ class FactAgent:
         and grounded as any attempt (:mod:`.evidence`)."""
         t = time.perf_counter()
         listed = state["pool"][: self.k]
+        read_before = [s["listed"] for s in state["steps"] if s["step"] == "evidence"]
+        if read_before and read_before[-1] == [h.id for h in listed]:  # the same facts: the same reading
+            return {"evidence_round": state["rounds"]}
         texts = [h.text for h in listed]
         if self._reader is None:
             self._reader = ListedFactsReader(self.generator, max_new_tokens=_ONE_FACT_TOKENS)
