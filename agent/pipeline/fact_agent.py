@@ -355,8 +355,11 @@ class FactAgent:
 
     def _generate_into(self, record: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
                        hops: list[dict[str, Any]], reply_prefix: str = "",
-                       prefix_facts: Sequence[dict[str, Any]] = (), budget: int = ANSWER_LINE_TOKENS) -> None:
-        """Run one generation for ``record`` (streaming its tokens, facts and hops) and fill it in."""
+                       prefix_facts: Sequence[dict[str, Any]] = (), budget: int = ANSWER_LINE_TOKENS,
+                       guarded: bool = True) -> None:
+        """Run one generation for ``record`` (streaming its tokens, facts and hops) and fill it in.
+        ``guarded``: cut the generation when a fact breaks away from the question's chain (not
+        for a tree whose facts were checked to be connected as a whole: any order is fine)."""
         number = record["attempt"]
         t = time.perf_counter()
         answer = None
@@ -371,7 +374,7 @@ class FactAgent:
         guard = None
         if reply_prefix:
             options["max_new_tokens"] = budget
-        elif (state.get("beams") or self.generator.beams) == 1:
+        elif guarded and (state.get("beams") or self.generator.beams) == 1:
             guard = ChainGuard(state["question"], hop)
             hop = guard.on_fact
             options["stop_items"] = guard.cut
@@ -497,7 +500,8 @@ class FactAgent:
                             max_hops=0, max_facts=len(chain))
         record["tree_facts"] = tree.size
         record["tree_build_s"] = _since(t)
-        self._generate_into(record, state, "question", tree, [])
+        # The tree's facts are connected as a whole: stated in any order, no fact is cut.
+        self._generate_into(record, state, "question", tree, [], guarded=False)
         return {**out, "attempts": state["attempts"] + [record], "steps": [step, record]}
 
     def _subquery(self, state: _State) -> dict[str, Any]:
