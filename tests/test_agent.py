@@ -164,9 +164,10 @@ def test_kb_first_answers_from_the_kb_and_searches_only_when_that_is_not_grounde
 
 def test_evidence_attempt_states_only_the_listed_facts_that_hold_what_the_model_read(demo_generator, small_web):
     """No constrained attempt is grounded, so the model reads the retrieved facts and names
-    someone; the facts holding that name are stated on a tree of those facts alone, verbatim from
-    the web, and the answer stands only if grounded in them (SmolLM2 reads "Mira Quell" for the
-    station's first director, then says she was its director: withheld, "I don't know.")."""
+    someone: SmolLM2 reads "Mira Quell" for the station's first director. No listed fact that holds
+    the name says "director" (she founded it), so nothing is stated for it and the answer is
+    "I don't know."; when the reading is kept, the facts holding it are stated on a tree of those
+    facts alone, verbatim from the web, and ground the answer."""
     agent = FactAgent(demo_generator, small_web, tree="question", k=8, max_rounds=0)
     reply = agent.answer("Who was the first director of Zorblax Station?")
     steps = reply.trace["steps"]
@@ -175,14 +176,23 @@ def test_evidence_attempt_states_only_the_listed_facts_that_hold_what_the_model_
     assert not first["grounded"] and steps.index(first) < steps.index(evidence)
     listed = {h["id"]: h["text"] for s in steps if s["step"] == "retrieve" for h in s["hits"]}
     assert evidence["listed"] == list(listed)[: len(evidence["listed"])] and evidence["candidate"] == "Mira Quell"
-    assert evidence["grounded"] and evidence["chain"] and set(evidence["chain"]) <= set(listed)
-    stating = steps[steps.index(evidence) + 1]
-    assert stating["step"] == "generate" and stating["evidence"] == "Mira Quell"
-    assert stating["tree_facts"] == len(evidence["chain"]) and stating["facts"]
-    assert {f["fact_id"] for f in stating["facts"]} <= set(evidence["chain"])
+    assert not evidence["grounded"] and "says what the question asks" in evidence["how"] and not evidence["chain"]
+    assert all(s.get("evidence") is None for s in steps if s["step"] == "generate")  # nothing stated for it
+    assert reply.answer == "I don't know." and not reply.trace["grounded"]
+    # SmolLM2's constrained attempts miss the island (it answers "Norvik Island" after the
+    # triple); reading the listed facts it finds "Norvik", held by facts that say "island".
+    island = agent.answer("Which island is Zorblax Station on?")
+    steps = island.trace["steps"]
+    reading = next(s for s in steps if s["step"] == "evidence")
+    assert reading["candidate"] == "Norvik" and reading["grounded"] and reading["chain"]
+    listed = {h["id"]: h["text"] for s in steps if s["step"] == "retrieve" for h in s["hits"]}
+    assert all("island" in listed[i] for i in reading["chain"])  # the triple <located on> is not kept
+    stating = steps[steps.index(reading) + 1]
+    assert stating["step"] == "generate" and stating["evidence"] == "Norvik" and stating["grounded"]
+    assert stating["tree_facts"] == len(reading["chain"]) and stating["facts"]
+    assert {f["fact_id"] for f in stating["facts"]} <= set(reading["chain"])  # verbatim web facts, of the chain
     assert all(listed[f["fact_id"]] == f["text"] for f in stating["facts"])
-    assert not stating["grounded"] and not reply.trace["grounded"]
-    assert reply.answer == "I don't know." and reply.trace["withheld"] == clean_answer(stating["answer"])
+    assert island.answer == "Norvik" and island.trace["grounded"] and island.facts == stating["facts"]
     # Without the evidence attempt: no reading, the same first attempt.
     plain = FactAgent(demo_generator, small_web, tree="question", k=8, max_rounds=0, evidence=False)
     without = plain.answer("Who was the first director of Zorblax Station?").trace["steps"]

@@ -306,3 +306,14 @@ def test_a_date_comparison_without_both_dates_is_not_grounded():
     # the same year and no day: the facts do not say who was born first
     same = ["Ann Roe (born 1950) is a poet.", "Bo Lind (born 1950) is a painter."]
     assert not ground("Who was born first, Ann Roe or Bo Lind?", "Ann Roe", same).grounded
+
+
+def test_a_fact_holding_the_answer_says_what_is_asked_or_not():
+    from agent.pipeline.grounding import says_what_is_asked
+
+    director = "Who was the first director of Zorblax Station?"
+    assert not says_what_is_asked(director, "Zorblax Station was founded in 1987 by Mira Quell.")
+    assert says_what_is_asked(director, "Tomas Berg was the first director of Zorblax Station.")
+    assert says_what_is_asked("Where did Buck Owens die?", "<Buck Owens> <place of death> <Bakersfield> .")
+    assert says_what_is_asked("Which island is Zorblax Station on?", "Norvik is an island in the Barents Sea.")
+    assert not says_what_is_asked("Which island is Zorblax Station on?", "<Zorblax Station> <located on> <Norvik> .")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..prompts import FewShotPrompt, read_prompt
 from .comparison import asks_comparison
-from .grounding import Grounding, ground, holds_answer, names_question_entity
+from .grounding import Grounding, ground, holds_answer, names_question_entity, says_what_is_asked
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
@@ -64,11 +64,23 @@ class ListedFactsReader:
         return self.read_batch([question], [facts])[0]
 
 
+def reading_holds(question: str, reading: str, stated: Sequence[str]) -> Grounding:
+    """Whether the ``stated`` facts ground the reading's answer: grounded, and (unless computed
+    by a comparison) a stated fact that holds it says what the question asks."""
+    held = ground(question, reading, stated)
+    if not held.grounded or held.short and asks_comparison(question):
+        return held
+    if any(holds_answer(f, reading) and says_what_is_asked(question, f) for f in stated):
+        return held
+    return Grounding(False, "no stated fact that holds it says what the question asks", held.facts)
+
+
 def evidence_chain(question: str, answer: str, listed: Sequence[str]) -> tuple[Grounding, list[int]]:
     """Whether ``answer`` is grounded in a connected chain of the ``listed`` facts, and the
     fewest facts to state for it (indices into ``listed``, in listed order): the chain's facts
-    that hold the answer, if they ground it alone; else those and the facts that name an entity
-    of the question; else the whole chain (a bridge fact between them is needed)."""
+    that hold the answer and say what the question asks (:func:`~.grounding.says_what_is_asked`;
+    none: not kept), if they ground it alone; else those and the facts that name an entity of
+    the question; else the whole chain (a bridge fact between them is needed)."""
     check = ground(question, answer, listed)
     if not check.grounded:
         return check, []
@@ -76,6 +88,11 @@ def evidence_chain(question: str, answer: str, listed: Sequence[str]) -> tuple[G
     if check.short and asks_comparison(question):  # a comparison: the facts its dates came from
         return check, chain
     holding = [i for i in chain if holds_answer(listed[i], answer)]
+    if holding:
+        # "Mira Quell" is in the station's founding fact, but the question asks its director.
+        holding = [i for i in holding if says_what_is_asked(question, listed[i])]
+        if not holding:
+            return Grounding(False, "no listed fact that holds it says what the question asks", check.facts), []
     anchored = [i for i in chain if i in holding or names_question_entity(question, listed[i])]
     for facts in (holding, anchored):
         if facts and ground(question, answer, [listed[i] for i in facts]).grounded:

@@ -50,8 +50,8 @@ from ..errors import FactweaveError
 from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
 from .chaining import (ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, asks_past, connected_reply, reply_through,
                        subject_relations)
-from .evidence import ListedFactsReader, evidence_chain
-from .grounding import DONT_KNOW, clean_answer, connected_prefix, ground, knows
+from .evidence import ListedFactsReader, evidence_chain, reading_holds
+from .grounding import DONT_KNOW, Grounding, clean_answer, connected_prefix, ground, knows
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
@@ -356,10 +356,12 @@ class FactAgent:
     def _generate_into(self, record: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
                        hops: list[dict[str, Any]], reply_prefix: str = "",
                        prefix_facts: Sequence[dict[str, Any]] = (), budget: int = ANSWER_LINE_TOKENS,
-                       guarded: bool = True) -> None:
+                       guarded: bool = True, reading: str = "") -> None:
         """Run one generation for ``record`` (streaming its tokens, facts and hops) and fill it in.
         ``guarded``: cut the generation when a fact breaks away from the question's chain (not
-        for a tree whose facts were checked to be connected as a whole: any order is fine)."""
+        for a tree whose facts were checked to be connected as a whole: any order is fine; its
+        budget is then ``budget``). ``reading``: the evidence attempt's candidate, which is the
+        answer when the facts stated ground it."""
         number = record["attempt"]
         t = time.perf_counter()
         answer = None
@@ -372,9 +374,9 @@ class FactAgent:
         options: dict[str, Any] = {"beams": state.get("beams"), "reply_prefix": reply_prefix}
         hop = chain.on_fact if chain is not None and chain.web is not None else None
         guard = None
-        if reply_prefix:
+        if reply_prefix or not guarded:
             options["max_new_tokens"] = budget
-        elif guarded and (state.get("beams") or self.generator.beams) == 1:
+        elif (state.get("beams") or self.generator.beams) == 1:
             guard = ChainGuard(state["question"], hop)
             hop = guard.on_fact
             options["stop_items"] = guard.cut
@@ -410,6 +412,13 @@ class FactAgent:
         if chain is not None:
             record["tree_facts_final"] = len(chain.index.facts)
         verdict = ground(state["question"], answer.answer, [f["text"] for f in record["facts"]])
+        if reading:
+            # The reading's answer, when the facts stated hold it, stands: the model restating it
+            # as a sentence, or running out of tokens after the facts, changes nothing.
+            held = reading_holds(state["question"], reading, [f["text"] for f in record["facts"]])
+            if held.grounded:
+                verdict = Grounding(True, held.how, held.facts, held.short or reading)
+                record.update(truncated=False, answer_from="the reading of the listed facts")
         record["grounded"] = verdict.grounded
         record["grounding"] = verdict.as_dict()
         _emit({"event": "step", "step": record})
@@ -500,8 +509,10 @@ class FactAgent:
                             max_hops=0, max_facts=len(chain))
         record["tree_facts"] = tree.size
         record["tree_build_s"] = _since(t)
-        # The tree's facts are connected as a whole: stated in any order, no fact is cut.
-        self._generate_into(record, state, "question", tree, [], guarded=False)
+        # The tree's facts are connected as a whole: stated in any order, no fact is cut. A budget
+        # for stating them all and the answer line.
+        self._generate_into(record, state, "question", tree, [], guarded=False,
+                            budget=_ONE_FACT_TOKENS * len(chain) + ANSWER_LINE_TOKENS, reading=candidate)
         return {**out, "attempts": state["attempts"] + [record], "steps": [step, record]}
 
     def _subquery(self, state: _State) -> dict[str, Any]:

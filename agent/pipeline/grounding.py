@@ -60,6 +60,10 @@ DONT_KNOW = "I don't know."
 _SMALL_WORDS = frozenset({"is", "was", "are", "were", "be", "been", "it", "its", "he", "she", "they", "his", "her",
                           "their", "in", "of", "on", "at", "by", "for", "from", "to", "and", "as", "with"})
 _MAX_SENTENCE_WORDS = 16
+# A question's word and the words a fact says it with ("die": "<place of death>").
+_SAID_AS = {"die": ("death",), "died": ("death",), "born": ("birth",), "birthplace": ("birth", "born"),
+            "married": ("spouse", "wife", "husband"), "wife": ("spouse", "married"), "husband": ("spouse", "married"),
+            "spouse": ("married", "wife", "husband")}
 _DONT_KNOW_PREFIXES = ("i don't know", "i do not know")
 
 
@@ -180,6 +184,21 @@ def names_question_entity(question: str, fact: str) -> bool:
 def holds_answer(fact: str, answer: str) -> bool:
     """Whether ``answer``, normalized, is in ``fact`` word for word."""
     return _contains(_fact_words(fact), normalize_answer(clean_answer(answer)).split())
+
+
+def says_what_is_asked(question: str, fact: str) -> bool:
+    """Whether ``fact`` holds a word (or a form of it) of what ``question`` asks beyond its names:
+    "director" for "Who was the first director of Zorblax Station?" is not in "It was founded in
+    1987 by Mira Quell."; True when the question asks nothing beyond its names."""
+    from ..web.keywords import STOP_WORDS
+
+    plain = _POSSESSIVE.sub(r"\1", question)
+    names = set().union(*_question_names(plain))
+    asked = [w for w in normalize_answer(plain).split()
+             if w not in STOP_WORDS and w not in names and w not in _SMALL_WORDS and len(w) >= 3 and not w.isdigit()]
+    words = _fact_words(fact)
+    return not asked or any(says_form(words, w) or any(says_form(words, o) for o in _SAID_AS.get(w, ()))
+                            for w in asked)
 
 
 def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:

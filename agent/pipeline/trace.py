@@ -43,8 +43,10 @@ def describe_step(step: dict[str, Any]) -> str:
                 f"fact(s) of attempt {step['reanswer_of'] + 1} ({len(step['dropped'])} dropped): answer "
                 f"{step['answer']!r} in {step['seconds']:.1f} s")
     if step.get("evidence") is not None:
-        return (f"attempt {step['attempt'] + 1} on {where}: stating the facts that hold {step['evidence']!r}: answer "
-                f"{step['answer']!r}, {len(step['facts'])} fact(s) in {step['seconds']:.1f} s")
+        said = (f"answer {step['grounding']['short']!r} (the reading's, held by the stated facts)"
+                if step.get("answer_from") else f"answer {step['answer']!r}")
+        return (f"attempt {step['attempt'] + 1} on {where}: stating the facts that hold {step['evidence']!r}: "
+                f"{said}, {len(step['facts'])} fact(s) in {step['seconds']:.1f} s")
     if step.get("continues") is not None:
         return (f"attempt {step['attempt'] + 1} on {where}: one more fact after those of attempt "
                 f"{step['continues'] + 1}: answer {step['answer']!r}, {len(step['facts'])} fact(s) in "
