@@ -42,6 +42,7 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
 _MONTH = r"(January|February|March|April|May|June|July|August|September|October|November|December)"
 _DATE = re.compile(rf"\b(\d{{1,2}})\s+{_MONTH}\s+(\d{{3,4}})\b|\b{_MONTH}\s+(\d{{1,2}}),?\s+(\d{{3,4}})\b"
                    rf"|\b{_MONTH}\s+(\d{{3,4}})\b|\b(1\d{{3}}|20\d{{2}})\b")
+# "Which film came out first, X or Y?": the two options after the last comma.
 _CHOICE = re.compile(r",\s*([^,]+?)\s+or\s+([^,]+?)\s*\?$")
 _LIFESPAN = re.compile(r"\(([^()]*)\)")
 _DASH = re.compile(r"\s[-–—]\s|[–—]|(?<=\d)-(?=\s*\d)")

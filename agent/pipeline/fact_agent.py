@@ -28,8 +28,8 @@ When the constrained attempt on the per-question tree gives no grounded answer, 
 the retrieved facts listed in its prompt and answers freely (:mod:`.evidence`); a candidate that
 a connected chain of those facts holds is then stated, constrained to a tree of that chain's
 facts, and grounded as any attempt (a small model often reads the answer in a fact it does not
-pick while generating). When that fails too, the agent searches the web again with sub-queries (written by the chat model, else the question keywords
-no fact covered), at most ``max_rounds`` times, and regenerates over the grown tree.
+pick while generating). When that fails too, the agent searches the web again with sub-queries
+(written by the chat model, else the question keywords no fact covered), at most ``max_rounds`` times, and regenerates over the grown tree.
 
 The trace is plain data (JSON-serializable): one record per step in order (retrieval with each
 fact's score parts and provenance, the re-ranker's question type and choice or fallback,
@@ -50,7 +50,7 @@ from ..errors import FactweaveError
 from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
 from .chaining import (ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, asks_past, connected_reply, reply_through,
                        subject_relations)
-from .evidence import ListedFactsReader, evidence_chain, reading_holds
+from .evidence import READ_TOKENS, ListedFactsReader, evidence_chain, reading_holds
 from .grounding import DONT_KNOW, Grounding, clean_answer, connected_prefix, ground, knows
 
 if TYPE_CHECKING:
@@ -487,8 +487,8 @@ class FactAgent:
             return {"evidence_round": state["rounds"]}
         texts = [h.text for h in listed]
         if self._reader is None:
-            self._reader = ListedFactsReader(self.generator, max_new_tokens=_ONE_FACT_TOKENS)
-        read = self._reader.read(state["question"], texts)
+            self._reader = ListedFactsReader(self.generator, max_new_tokens=READ_TOKENS)
+        read = self._reader.read(state["question"], texts, cancel=state.get("stop"))
         candidate = clean_answer(read.answer)
         step: dict[str, Any] = {"step": "evidence", "round": state["rounds"], "listed": [h.id for h in listed],
                                 "reply": read.text, "candidate": candidate}

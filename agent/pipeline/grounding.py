@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..eval.metrics import normalize_answer
-from .comparison import asks_comparison, compare_options
+from .comparison import asks_comparison, choice_texts, compare_options
 
 _TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
 _POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])")
@@ -50,8 +50,6 @@ _YES_NO = {"yes": True, "no": False}
 # Words of a yes/no question that ask nothing of the facts.
 _YES_NO_WORDS = frozenset({"both", "same", "does", "have", "were", "also", "either", "each", "other", "kind",
                            "type", "which", "what", "whether"})
-# "Which film came out first, X or Y?": the two options after the last comma.
-_CHOICE = re.compile(r",\s*([^,]+?)\s+or\s+([^,]+?)\s*\?$")
 # A value a statement holds: a capitalized word (a name, a nationality) of 3+ letters, or a year.
 _VALUE_WORD = re.compile(r"\b(?:[A-Z][^\W\d_]{2,}|1[0-9]{3}|20[0-9]{2})\b")
 _ANSWER_PREFIX = re.compile(r"^\s*(?:answer\s*:\s*)+", re.IGNORECASE)
@@ -289,10 +287,10 @@ def _contains(outer: Sequence[str], inner: Sequence[str]) -> bool:
 def choice_options(question: str) -> list[list[str]]:
     """The two options of a choice question ("Which film came out first, X or Y?", "Who is
     older, X or Y?"), each as normalized words; [] for any other question."""
-    m = _CHOICE.search(question.strip())
-    if not m:
+    written = choice_texts(question)
+    if written is None:
         return []
-    options = [normalize_answer(o).split() for o in m.groups()]
+    options = [normalize_answer(o).split() for o in written]
     return options if all(options) else []
 
 
