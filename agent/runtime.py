@@ -128,8 +128,9 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
                                with_index=tree != "question",
                                pg_dsn=settings.pg_dsn.get_secret_value() if settings.pg_dsn else None,
                                pg_index=settings.pg_index)
-    web = open_web(settings, progress=progress) if tree != "kb" else None
+    web = None
     try:
+        web = open_web(settings, progress=progress) if tree != "kb" else None
         rerank = settings.effective_rerank()
         chat = open_chat(settings, loaded) if tree != "kb" and (rerank or settings.max_rounds) else None
         reranker = Reranker(chat) if rerank and chat is not None else None
@@ -138,7 +139,9 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
     except BaseException:
         if web is not None:
             web.close()
+        generator.close()
         raise
+    agent.on_close(generator.close)  # the KB index's PostgreSQL pool or memory map
     if web is not None:
         agent.on_close(web.close)
     return agent

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 import numpy as np
 import pytest
@@ -373,3 +374,57 @@ def test_settings_open_the_kb_tree_from_postgres(pg_dsn, demo_pg, smollm, monkey
         assert len(gen.index) == len(demo_pg)
     finally:
         gen.index.close()
+
+
+def _backends(pg_dsn) -> int:
+    """Connections open on the test database, other than the one asking."""
+    import psycopg
+
+    with psycopg.connect(pg_dsn) as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                            "AND pid <> pg_backend_pid()").fetchone()[0]
+
+
+@pytest.mark.model
+def test_closing_the_agent_closes_its_postgres_connections(pg_dsn, demo_pg, smollm, monkeypatch):
+    from agent.runtime import open_agent
+    from agent.settings import load_settings
+
+    settings = load_settings(model="smollm2-135m", tree="kb", max_tokens=48, pg_dsn=pg_dsn, pg_index="fwtest_demo")
+    before = _backends(pg_dsn)
+    agent = open_agent(settings, loaded=smollm, progress=False)
+    reply = agent.answer("What is the original language of Kalakalappu 2?")
+    assert reply.facts and "Tamil" in reply.answer  # answered from the PostgreSQL index
+    assert _backends(pg_dsn) > before
+    agent.close()
+    deadline = time.monotonic() + 10  # a backend leaves pg_stat_activity just after its client hangs up
+    while _backends(pg_dsn) > before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _backends(pg_dsn) == before
+
+
+@pytest.mark.model
+def test_the_ui_answers_from_postgres_and_uploads_overlay_it(pg_dsn, smollm, embedder, tmp_path):
+    from agent.knowledge.facts import verbalize
+    from agent.settings import load_settings
+    from agent.web.web import KnowledgeWeb
+    from ui.runtime import AskOptions, UIRuntime
+
+    tower = Fact("Brannock Tower", "architect", "Ilse Varga", source="towers.tsv:1")
+    load_fact_index(pg_dsn, FactIndex.build([tower], smollm.tokenizer), name="fwtest_ui",
+                    meta={"model": "smollm2-135m"})
+    settings = load_settings(model="smollm2-135m", max_tokens=48, pg_dsn=pg_dsn, pg_index="fwtest_ui")
+    with KnowledgeWeb.open(tmp_path / "web", embedder=embedder) as web:
+        runtime = UIRuntime(settings, loaded=smollm, web=web, progress=False)
+        try:
+            assert runtime.counts()["index_facts"] == 1  # the KB is the PostgreSQL index, not the demo KB
+            upload = tmp_path / "harbours.tsv"
+            upload.write_text("Quillon Harbour\tbuilt by\tAsha Merrow\n")
+            assert runtime.add_files([upload])["index_added"] == 1
+            assert runtime.counts()["index_facts"] == 2
+            for question, fact in [("Who was the architect of Brannock Tower?", tower.text),
+                                   ("Who built Quillon Harbour?", verbalize("Quillon Harbour", "built by", "Asha Merrow"))]:
+                reply = list(runtime.stream(question, AskOptions(tree="kb", beams=1)))[-1]
+                assert fact in [f["text"] for f in reply["facts"]], (question, reply["answer"])
+        finally:
+            runtime.close()

@@ -203,6 +203,7 @@ def test_uploads_are_classified_and_checked_whole(tmp_path):
 @pytest.mark.model
 def test_runtime_adds_uploads_to_the_web_and_the_index_and_a_bad_file_changes_nothing(ui_runtime, tmp_path):
     from agent.knowledge.facts import verbalize
+    from ui.runtime import AskOptions
 
     before = ui_runtime.counts()
     good = tmp_path / "harbours.tsv"
@@ -226,6 +227,9 @@ def test_runtime_adds_uploads_to_the_web_and_the_index_and_a_bad_file_changes_no
     assert "The Brisk lighthouse was lit for the first time in 1871." in index_texts
     assert after["index_facts"] == before["index_facts"] + report["new_facts"]
     assert fact in [h.text for h in ui_runtime.web.search("Who built Quillon Harbour?", 5).hits]
+    # Whole-KB decoding (the `kb` tree: no retrieval) can state the uploaded fact, traced to its file.
+    reply = list(ui_runtime.stream("Who built Quillon Harbour?", AskOptions(tree="kb", beams=1)))[-1]
+    assert {(f["text"], f["source"]) for f in reply["facts"]} >= {(fact, "harbours.tsv:1")}, reply["answer"]
     # Adding the same files again adds nothing.
     again = ui_runtime.add_files([good, doc])
     assert ui_runtime.counts() == after, again

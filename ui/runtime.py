@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 from agent.errors import FactweaveError
 from agent.knowledge.facts import Fact
 
+from agent.index.union import GrowingFactIndex
+
 from .uploads import DEFAULT_MAX_BYTES, read_uploads
+
+#: The most facts all uploads may add to the constrained-decoding index (kept in memory beside the
+#: KB's index, which may be on disk or in PostgreSQL). Past it, build a KB: `factweave index build`.
+MAX_UPLOADED_FACTS = 200_000
 
 if TYPE_CHECKING:
     from agent.pipeline import FactAgent
@@ -86,8 +92,12 @@ class UIRuntime:
         loaded = loaded or load_settings_model(settings)
         generator = open_generator(name, settings.kb, index=settings.index, inverse=settings.inverse,
                                    beams=settings.beams, max_new_tokens=settings.max_tokens,
-                                   cache_dir=settings.cache_dir(), progress=self._progress, loaded=loaded)
-        self.base_facts: list[Fact] = list(generator.index.facts)
+                                   cache_dir=settings.cache_dir(), progress=self._progress, loaded=loaded,
+                                   pg_dsn=settings.pg_dsn.get_secret_value() if settings.pg_dsn else None,
+                                   pg_index=settings.pg_index)
+        # Uploads are an overlay: the KB index as it is (in memory, on disk or in PostgreSQL) plus
+        # one small tree per upload, queried as one; an upload costs what it adds, not the KB.
+        generator.index = GrowingFactIndex(generator.index, generator.tokenizer, max_facts=MAX_UPLOADED_FACTS)
         self.loaded, self.generator = loaded, generator
         self.chat = open_chat(settings, loaded)
         self.reranker = Reranker(self.chat)
@@ -127,12 +137,14 @@ class UIRuntime:
                 f.write(json.dumps({**row, "source": fact.source}, ensure_ascii=False) + "\n")
         os.replace(tmp, path)
 
-    def _extend_index(self, uploaded: list[Fact]) -> None:
-        from agent.index import FactIndex
-
-        self.generator.index = FactIndex.build([*self.base_facts, *uploaded], self.generator.tokenizer)
+    def _extend_index(self, facts: list[Fact]) -> int:
+        """Add ``facts`` to the overlay (those it holds already are skipped); how many were added."""
+        return len(self.generator.index.grow(facts))
 
     def close(self) -> None:
+        generator = getattr(self, "generator", None)
+        if generator is not None:
+            generator.close()
         if self._owns_web:
             self.web.close()
 
@@ -191,12 +203,12 @@ class UIRuntime:
                 progress(0.4 + 0.3 * i / len(batch.triples), f"adding {len(facts)} triples from {name}")
                 report[f"triples:{name}"] = self.web.add_triples(facts, source=name, progress=False).as_dict()
                 new_facts += facts
-            progress(0.75, "rebuilding the fact index")
+            progress(0.75, "adding the facts to the fact index")
             uploaded = self.uploaded_facts()
             known = {f.text for f in uploaded}
             uploaded += [f for f in new_facts if f.text not in known and not known.add(f.text)]
             self._save_uploaded(uploaded)
-            self._extend_index(uploaded)
+            report["index_added"] = self._extend_index(new_facts)
             report["new_facts"] = len(new_facts)
             report["seconds"] = round(time.perf_counter() - started, 2)
         progress(1.0, "done")
@@ -208,15 +220,14 @@ class UIRuntime:
         if name == self.model_name:
             return
         with self._lock:
-            previous = (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings,
-                        self.base_facts)
+            previous = (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings)
             progress(0.1, f"loading {name}")
             try:
                 self._open_model(name)
             except BaseException:
-                (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings,
-                 self.base_facts) = previous
+                (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings) = previous
                 raise
+            previous[1].close()
             progress(1.0, f"{name} loaded")
 
     def counts(self) -> dict[str, Any]:

@@ -178,13 +178,31 @@ class FactGenerator:
 
     def __init__(self, model: Any, tokenizer: Any, index: Any | None, *, prompt: FewShotPrompt | None = None,
                  beams: int = 1, max_new_tokens: int = 160) -> None:
-        self.model, self.tokenizer, self.index = model, tokenizer, index
+        self.model, self.tokenizer = model, tokenizer
         self.prompt = prompt or FewShotPrompt.load()
         self.beams, self.max_new_tokens = beams, max_new_tokens
         vocab_size = getattr(model.config, "vocab_size", None) if hasattr(model, "config") else None
         self.vocab = TokenVocab.from_tokenizer(tokenizer, vocab_size)
-        self.tracker = FactTracker(index, self.vocab) if index is not None else None
+        self.index = index
         self._tok_lock = tokenizer_lock(tokenizer)
+
+    @property
+    def index(self) -> Any | None:
+        """The fact index generation is constrained to when no other is passed (the KB tree)."""
+        return self._index
+
+    @index.setter
+    def index(self, index: Any | None) -> None:
+        # The tracker is the index's reader: replacing one without the other would constrain to
+        # the old facts while spans are located in the new ones.
+        tracker = FactTracker(self._checked(index), self.vocab) if index is not None else None
+        self._index, self.tracker = index, tracker
+
+    def close(self) -> None:
+        """Release the index's resources (a PostgreSQL pool, a memory map); the model stays loaded."""
+        close = getattr(self._index, "close", None)
+        if close is not None:
+            close()
 
     def _checked(self, index: Any) -> Any:
         """``index`` if it was built for this generator's tokenizer (token ids must mean the same)."""

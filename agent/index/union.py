@@ -168,6 +168,12 @@ class GrowingFactIndex:
             self._state = _Segments(state.indexes + (segment,), state.starts + (start,), start + len(segment))
             return list(range(start, start + len(segment)))
 
+    def close(self) -> None:
+        """Close the base (a PostgreSQL pool, a memory map); the added trees are plain memory."""
+        close = getattr(self.base, "close", None)
+        if close is not None:
+            close()
+
     # ---- reading (the cursor API) -------------------------------------------------------------
     def __len__(self) -> int:
         return self._state.total
