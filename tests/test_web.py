@@ -12,6 +12,7 @@ import pytest
 from conftest import DATA, REPO
 
 from agent.errors import FactweaveError
+from agent.knowledge.facts import Fact
 from agent.knowledge.loaders import load_facts
 from agent.web.decompose import SentenceDecomposer
 from agent.web.documents import Document, read_documents
@@ -212,3 +213,16 @@ def test_fact_finding_loop_is_bounded(open_web, local_chat):
     assert 1 <= len(result.subqueries) <= 2, result.subqueries
     assert all(q.strip() and q.casefold() != question.casefold() for q in result.subqueries)
     assert any("Zorblax Station" in hit.text for hit in result.hits)
+
+
+def test_a_common_keyword_fetches_a_bounded_number_of_facts(open_web):
+    """The keyword route scores at most ``candidates`` facts, those linked to most question keywords first."""
+    web = open_web()
+    streets = [Fact("Velmora", "has street", f"Lantern Row {i}") for i in range(40)]
+    web.add_triples([*streets, Fact("Velmora", "mayor", "Odile Fenn")], source="velmora.tsv", progress=False)
+    question = "Is Odile Fenn the mayor of Velmora?"
+    everything = web.search(question, k=100, method="keywords").hits
+    assert len(everything) == 41
+    bounded = web.search(question, k=100, method="keywords", candidates=10).hits
+    assert len(bounded) == 10
+    assert bounded[0].text == "<Velmora> <mayor> <Odile Fenn> ."  # two keywords matched: kept and first

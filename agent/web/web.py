@@ -44,6 +44,9 @@ FORMAT = 1
 DEFAULT_DEGREE_WEIGHT = 0.1
 SEARCH_METHODS = ("graph", "keywords")
 DEFAULT_SEARCH = "graph"
+#: The most facts the keyword route scores for one question (those linked to most of its keywords
+#: first): a common keyword in a large web must not fetch every fact and vector it links to.
+KEYWORD_CANDIDATES = 1000
 
 
 @dataclass
@@ -324,7 +327,7 @@ class KnowledgeWeb:
 
     def search(self, question: str, k: int = 10, *, method: str | None = None, keyword_k: int = 5,
                min_similarity: float = 0.55, degree_weight: float = DEFAULT_DEGREE_WEIGHT,
-               graph: GraphSearchSettings | None = None) -> SearchResult:
+               graph: GraphSearchSettings | None = None, candidates: int = KEYWORD_CANDIDATES) -> SearchResult:
         """The ``k`` facts that best answer ``question``, best first.
 
         Both methods start from the paper's route: question -> keywords -> the stored keywords
@@ -337,7 +340,8 @@ class KnowledgeWeb:
         passages than the keyword route and than dense retrieval over chunks.
 
         ``method="keywords"``: the paper's rule, cos(question, fact) + ``degree_weight`` x
-        degree. The paper adds the degree with weight 1; then a whole keyword match outweighs any
+        degree, over at most ``candidates`` linked facts (most keywords matched first). The
+        paper adds the degree with weight 1; then a whole keyword match outweighs any
         difference in meaning and generic keywords ("published", "city") pull in unrelated
         facts: 0.1 keeps the degree as a strong tie-breaker and found more supporting passages.
         """
@@ -352,7 +356,7 @@ class KnowledgeWeb:
         if method == "graph":
             hits = graph_hits(self, vectors[0], seeds, names, graph or GraphSearchSettings(), question)
         else:
-            hits = self._keyword_hits(vectors[0], seeds, names, degree_weight, question)
+            hits = self._keyword_hits(vectors[0], seeds, names, degree_weight, question, candidates)
         top = rank(hits, k)
         return SearchResult(question, top, keywords, uncovered=uncovered_keywords(matches, top), method=method)
 
@@ -372,10 +376,10 @@ class KnowledgeWeb:
         return seeds, names, matches
 
     def _keyword_hits(self, q_vec: np.ndarray, seeds: dict[str, float], names: dict[str, str],
-                      degree_weight: float, query: str) -> list[FactHit]:
+                      degree_weight: float, query: str, candidates: int) -> list[FactHit]:
         if not seeds:
             return []
-        rows = self.graph.facts_for_keywords(list(seeds))
+        rows = self.graph.facts_for_keywords(list(seeds), limit=candidates)
         fact_vecs = self.fact_vectors.fetch([r["id"] for r in rows]) if rows else {}
         hits = []
         for row in rows:
