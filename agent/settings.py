@@ -131,6 +131,8 @@ class Settings(BaseSettings):
     max_concurrency: int = Field(2, ge=1, le=64, description="Answers generated at once (FACTWEAVE_MAX_CONCURRENCY).")
     max_queue: int = Field(8, ge=0, le=1024, description="Requests waiting beyond those; more get HTTP 429 "
                                                         "(FACTWEAVE_MAX_QUEUE).")
+    max_reply_tokens: int = Field(2048, ge=1, le=131072, description="Largest `max_tokens` a request may ask; more "
+                                                                     "gets HTTP 400 (FACTWEAVE_MAX_REPLY_TOKENS).")
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

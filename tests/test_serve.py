@@ -206,6 +206,10 @@ def test_oversized_bodies_are_413_and_the_server_goes_on(server, sdk, local_chat
     with pytest.raises(openai.APIStatusError) as err:
         sdk.chat.completions.create(**big)
     assert err.value.status_code == 413
+    # A reply budget past the server's limit is refused before any generation, naming the limit.
+    with pytest.raises(openai.BadRequestError, match=str(ServerLimits().max_reply_tokens)) as err:
+        sdk.chat.completions.create(model=local_chat.name, messages=ask("Say hello."), max_tokens=10**9)
+    assert err.value.body["param"] == "max_tokens"
     # The server still answers, generation included.
     assert [m.id for m in sdk.models.list()] == ["factweave", local_chat.name]
     short = sdk.chat.completions.create(model=local_chat.name, messages=ask("Say hello."), max_tokens=2)

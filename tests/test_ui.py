@@ -163,7 +163,7 @@ def test_trace_html_lists_facts_steps_timings_and_the_raw_trace(small_agent):
 
 
 def test_uploads_are_classified_and_checked_whole(tmp_path):
-    from ui.uploads import kind_of, read_uploads
+    from ui.uploads import MAX_FILES, kind_of, read_uploads
 
     good = tmp_path / "facts.tsv"
     good.write_text("Quillon Vale\tdesigned by\tAsha Merrow\n")
@@ -195,6 +195,20 @@ def test_uploads_are_classified_and_checked_whole(tmp_path):
         read_uploads([tmp_path / "empty.tsv"])
     with pytest.raises(FactweaveError, match=r"facts\.tsv: .* over the upload limit"):
         read_uploads([good], max_bytes=10)
+    bomb = tmp_path / "bomb.tsv.gz"  # 2 MB of rows packed into a few kB: the limit is on what is read
+    with gzip.open(bomb, "wt") as f:
+        f.write("Brisk\tcountry\tVelland\n" * 100_000)
+    assert bomb.stat().st_size < 64 * 1024
+    with pytest.raises(FactweaveError, match=r"bomb\.tsv\.gz: unpacks to more than the upload limit"):
+        read_uploads([bomb], max_bytes=64 * 1024)
+    (tmp_path / "broken.tsv.gz").write_bytes(b"\x1f\x8b not gzip")
+    with pytest.raises(FactweaveError, match=r"broken\.tsv\.gz: "):
+        read_uploads([tmp_path / "broken.tsv.gz"])
+    many = [tmp_path / f"part{i}.tsv" for i in range(MAX_FILES + 1)]
+    for path in many:
+        path.write_text("Brisk\tcountry\tVelland\n")
+    with pytest.raises(FactweaveError, match=f"{MAX_FILES + 1} files in one upload"):
+        read_uploads(many)
     (tmp_path / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
     with pytest.raises(FactweaveError, match="latin.txt"):
         read_uploads([tmp_path / "latin.txt"])

@@ -27,6 +27,8 @@ TRIPLE_SUFFIXES = (".tsv", ".nt", ".tsv.gz", ".nt.gz", ".jsonl.gz")
 DOCUMENT_SUFFIXES = (".txt", ".md", ".json")
 ACCEPTED = (".tsv", ".nt", ".jsonl", ".gz", ".txt", ".md", ".json")
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+#: The most files one upload may hold.
+MAX_FILES = 20
 
 
 @dataclass
@@ -62,6 +64,22 @@ def _is_triples_jsonl(path: Path) -> bool:
     return False
 
 
+def _unpacked_size(path: Path, limit: int) -> int:
+    """The decompressed size of a gzip file, read in blocks and no further than just past ``limit``
+    (a small file that unpacks to gigabytes stops there)."""
+    total = 0
+    try:
+        with gzip.open(path, "rb") as f:
+            while total <= limit:
+                block = f.read(1 << 20)
+                if not block:
+                    break
+                total += len(block)
+    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
+        raise FactweaveError(f"{path.name}: not a readable gzip file ({exc})") from None
+    return total
+
+
 def kind_of(path: Path) -> str:
     """``triples`` or ``documents`` for an uploaded file, by its name (and a JSONL file's first row)."""
     name = path.name.lower()
@@ -80,12 +98,18 @@ def read_uploads(paths: list[Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> Up
     :class:`FactweaveError` naming the file (and line)."""
     if not paths:
         raise FactweaveError("no file uploaded")
+    if len(paths) > MAX_FILES:
+        raise FactweaveError(f"{len(paths)} files in one upload; upload at most {MAX_FILES} at a time")
     batch = UploadBatch()
     for path in paths:
         path = Path(path)
         size = path.stat().st_size
         if size > max_bytes:
             raise FactweaveError(f"{path.name}: {size / 1e6:.1f} MB is over the upload limit of {max_bytes / 1e6:.1f} MB")
+        if path.name.lower().endswith(".gz"):
+            size = _unpacked_size(path, max_bytes)  # the limit holds for what is read, not what was sent
+            if size > max_bytes:
+                raise FactweaveError(f"{path.name}: unpacks to more than the upload limit of {max_bytes / 1e6:.1f} MB")
         if size == 0:
             raise FactweaveError(f"{path.name}: the file is empty")
         try:

@@ -87,6 +87,8 @@ def create_app(models: Any, api_key: str | None = None, *, limits: ServerLimits 
         body = _parse(await read_body(request, limits.max_request_bytes))
         if body.n != 1:
             raise wire.ApiError(400, "n: only n=1 is supported", param="n")
+        limits.check_reply_tokens(body.max_completion_tokens, "max_completion_tokens")
+        limits.check_reply_tokens(body.max_tokens, "max_tokens")
         model = served.get(body.model) if body.model is not None else next(iter(served.values()))
         if model is None:
             raise wire.ApiError(404, f"model {body.model!r} not found; served: {', '.join(served)}",

@@ -51,14 +51,22 @@ class ServerLimits:
     max_request_bytes: int = _setting_default("max_request_bytes")
     max_concurrency: int = _setting_default("max_concurrency")
     max_queue: int = _setting_default("max_queue")
+    max_reply_tokens: int = _setting_default("max_reply_tokens")
 
     def __post_init__(self) -> None:
-        if self.max_request_bytes < 1 or self.max_concurrency < 1 or self.max_queue < 0:
-            raise ValueError("max_request_bytes and max_concurrency must be >= 1, max_queue >= 0")
+        if min(self.max_request_bytes, self.max_concurrency, self.max_reply_tokens) < 1 or self.max_queue < 0:
+            raise ValueError("max_request_bytes, max_concurrency and max_reply_tokens must be >= 1, max_queue >= 0")
+
+    def check_reply_tokens(self, asked: int | None, param: str) -> None:
+        """Refuse (HTTP 400) a reply budget over ``max_reply_tokens``: one request must not hold
+        a generation slot for as long as it likes."""
+        if asked is not None and asked > self.max_reply_tokens:
+            raise ApiError(400, f"{param}: {asked} is over this server's limit of {self.max_reply_tokens} tokens",
+                           param=param)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServerLimits:
-        return cls(settings.max_request_bytes, settings.max_concurrency, settings.max_queue)
+        return cls(settings.max_request_bytes, settings.max_concurrency, settings.max_queue, settings.max_reply_tokens)
 
 
 class Ticket:
