@@ -25,6 +25,14 @@ def _console():
     return Console(stderr=False, highlight=False)
 
 
+def _plain(text: object) -> str:
+    """``text`` (a question, a fact, an answer, a source) shown as it is inside Rich markup:
+    knowledge may hold ``[brackets]``, which must neither style the line nor break it."""
+    from rich.markup import escape
+
+    return escape(str(text))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="factweave")
 def cli() -> None:
@@ -400,7 +408,7 @@ def _print_stream(agent, question: str, history: list[dict[str, str]] | None = N
                 text.stylize("bold green", event["fact"]["start"], event["fact"]["end"])
             elif kind == "step":
                 end_text()
-                con.print(f"[dim]{describe_step(event['step'])}[/dim]")
+                con.print(f"[dim]{_plain(describe_step(event['step']))}[/dim]")
             elif kind == "answer":
                 final = event
     finally:
@@ -412,13 +420,15 @@ def _print_summary(reply: dict) -> None:
     con = _console()
     trace = reply["trace"]
     con.print()
-    con.print(f"[bold]Answer: {reply['answer']}[/bold]", markup=True, highlight=False)
+    con.print(f"[bold]Answer: {_plain(reply['answer'])}[/bold]", markup=True, highlight=False)
     if trace.get("withheld"):
-        con.print(f"[yellow]The model answered {trace['withheld']!r} without a supporting fact: withheld.[/yellow]")
+        con.print(f"[yellow]The model answered {_plain(repr(trace['withheld']))} without a supporting fact: "
+                  "withheld.[/yellow]")
     if reply["facts"]:
         con.print(f"[green]{len(reply['facts'])} fact(s) constrained to the knowledge:[/green]")
         for fact in reply["facts"]:
-            con.print(f"  [green]{fact['fact_id']}[/green] {fact['text']}  [dim]({fact['source']})[/dim]",
+            con.print(f"  [green]{_plain(fact['fact_id'])}[/green] {_plain(fact['text'])}  "
+                      f"[dim]({_plain(fact['source'])})[/dim]",
                       markup=True, highlight=False)
     else:
         con.print("[dim]No fact was stated.[/dim]")

@@ -40,6 +40,14 @@ def test_help_has_examples(tmp_path):
             assert "Example" in out
 
 
+def test_ui_share_without_a_login_is_refused_before_anything_loads(tmp_path):
+    done = run("ui", "--share", cache=tmp_path, check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "Error: --share publishes this UI on a public gradio.live link: give --auth USER:PASSWORD "
+        "(or FACTWEAVE_UI_AUTH) too"]
+
+
 def test_models_lists_presets_with_packages(tmp_path):
     lines = run("models", cache=tmp_path).stdout.splitlines()
     by_name = {line.split("\t")[0].split(" ")[0]: line for line in lines}
@@ -92,6 +100,17 @@ def test_build_then_ask_json(tmp_path, kb, cache_dir):
     for span in result["facts"]:
         assert result["text"][span["start"] : span["end"]] == span["text"]
         assert span["text"] in facts and span["fact_id"] in {f"kb:{i}" for i in range(3)}
+
+
+@pytest.mark.model
+def test_knowledge_in_brackets_is_printed_as_it_is(tmp_path, cache_dir):
+    """Facts are text, not Rich markup: brackets neither style the line nor break it."""
+    kb = tmp_path / "marks.tsv"
+    kb.write_text("Zorblax\tinvented by\tMira [/dim] [bold]Quell\n")
+    proc = run("ask", "Who invented the Zorblax?", "--model", "smollm2-135m", "--kb", str(kb), "--max-tokens", "40",
+               cache=cache_dir, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "<Zorblax> <invented by> <Mira [/dim] [bold]Quell> ." in proc.stdout, proc.stdout
 
 
 @pytest.mark.model

@@ -266,3 +266,14 @@ def test_runtime_streams_with_the_sessions_options(ui_runtime):
     assert [s["step"] for s in reply["trace"]["steps"]] == ["generate"]  # kb: nothing retrieved
     kb = {f.text for f in ui_runtime.generator.index.facts}
     assert all(f["text"] in kb for f in reply["facts"])
+
+
+@pytest.mark.model
+def test_a_visitor_can_only_switch_to_an_offered_model(ui_runtime, tmp_path):
+    """A folder or Hub id typed into the model box is refused, and the loaded model stays."""
+    model = ui_runtime.counts()["model"]
+    assert model in ui_runtime.offered_models()
+    for name in (str(tmp_path), "openai-community/gpt2"):
+        with pytest.raises(FactweaveError, match="is not offered here"):
+            ui_runtime.switch_model(name)
+    assert ui_runtime.counts()["model"] == model

@@ -53,13 +53,6 @@ def demo_examples(limit: int = 5) -> list[str]:
     return [q.text for q in kamel_questions(demo_kamel_root(), split="dev", limit=limit)]
 
 
-def _installed_models(current: str) -> list[str]:
-    from agent.models import PRESETS, preset_installed
-
-    names = [name for name, preset in PRESETS.items() if preset_installed(preset)]
-    return names if current in names else [current, *names]
-
-
 def _status(runtime: UIRuntime) -> str:
     c = runtime.counts()
     return (f"**Knowledge** ({c['web']}): {c['documents']:,} documents, {c['facts']:,} facts in the web, "
@@ -203,9 +196,9 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                         rerank = gr.Checkbox(value=runtime.settings.effective_rerank(), label="Re-rank the retrieved facts",
                                              elem_id="fw-rerank")
                         with gr.Row():
-                            model = gr.Dropdown(_installed_models(runtime.model_name), value=runtime.model_name,
+                            model = gr.Dropdown(runtime.offered_models(), value=runtime.model_name,
                                                 label="Model (shared by every session)", elem_id="fw-model",
-                                                allow_custom_value=True, scale=3)
+                                                scale=3)
                             model_btn = gr.Button("Load", size="sm", scale=1, elem_id="fw-load-model")
                     with gr.Accordion("Trace", open=True, elem_id="fw-trace-box"):
                         trace = gr.HTML(trace_html(None), elem_id="fw-trace")

@@ -6,6 +6,7 @@ import sys
 import click
 
 from agent.cli_options import agent_options
+from agent.errors import FactweaveError
 
 
 def _auth(value: str | None) -> tuple[str, str] | None:
@@ -21,7 +22,8 @@ def _auth(value: str | None) -> tuple[str, str] | None:
 @agent_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback only by default).")
 @click.option("--port", type=click.IntRange(1, 65535), default=7860, show_default=True)
-@click.option("--share", is_flag=True, help="Also publish a temporary public gradio.live link (needs internet).")
+@click.option("--share", is_flag=True, help="Also publish a temporary public gradio.live link (needs internet and "
+              "--auth).")
 @click.option("--auth", default=None, metavar="USER:PASSWORD", help="Require this login (or set FACTWEAVE_UI_AUTH).",
               envvar="FACTWEAVE_UI_AUTH")
 @click.option("--concurrency", type=click.IntRange(1, 8), default=1, show_default=True,
@@ -45,6 +47,9 @@ def ui_command(config, model, web_dir, tree, rerank, host, port, share, auth, co
     from .runtime import UIRuntime
 
     credentials = _auth(auth)
+    if share and credentials is None:
+        raise FactweaveError("--share publishes this UI on a public gradio.live link: give --auth USER:PASSWORD "
+                             "(or FACTWEAVE_UI_AUTH) too")
     if host not in ("127.0.0.1", "localhost", "::1") and credentials is None:
         print(f"Warning: listening on {host} without --auth: anyone who can reach this port can use the model "
               "and add knowledge.", file=sys.stderr)

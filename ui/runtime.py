@@ -70,6 +70,7 @@ class UIRuntime:
         from agent.runtime import open_web
 
         self.settings = settings
+        self._started_with = settings.model
         self.max_upload_bytes = max_upload_bytes
         # A plain lock, not an RLock: a streamed answer may be resumed, and closed, by another thread.
         self._lock = threading.Lock()
@@ -214,11 +215,23 @@ class UIRuntime:
         progress(1.0, "done")
         return report
 
+    def offered_models(self) -> list[str]:
+        """What a visitor may switch to: the installed presets and the model the UI was started
+        with. Not any folder or Hub id: loading one is the operator's choice (``--model``), not a
+        visitor's (it would read the disk or download gigabytes for everyone)."""
+        from agent.models import PRESETS, preset_installed
+
+        names = [name for name, preset in PRESETS.items() if preset_installed(preset)]
+        return names if self._started_with in names else [self._started_with, *names]
+
     def switch_model(self, name: str, progress: Progress = _no_progress) -> None:
-        """Load model ``name`` (a preset, folder or Hub id) and rebuild the index for it; the
+        """Load model ``name`` (one of :meth:`offered_models`) and rebuild the index for it; the
         current model stays if that fails."""
         if name == self.model_name:
             return
+        if name not in self.offered_models():
+            raise FactweaveError(f"{name!r} is not offered here; choose one of {', '.join(self.offered_models())} "
+                                 "(the operator starts the UI with `factweave ui --model ...` for another)")
         with self._lock:
             previous = (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings)
             progress(0.1, f"loading {name}")

@@ -201,25 +201,26 @@ def web_search(question, k, rerank, method, degree_weight, subqueries, web_dir, 
 
 def _print_hits(result, reranked) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False)
     picked = {c.id for c in reranked.selected} if reranked is not None else set()
-    table = Table(title=f"keywords: {', '.join(result.keywords)}", show_lines=False)
+    table = Table(title=escape(f"keywords: {', '.join(result.keywords)}"), show_lines=False)
     for col in ("#", "score", "cos", "ppr", "deg", "fact", "source"):
         table.add_column(col, overflow="fold")
     for i, hit in enumerate(result.hits, 1):
         mark = "*" if hit.id in picked else ""
         table.add_row(f"{i}{mark}", f"{hit.score:.3f}", f"{hit.cosine:.3f}", f"{hit.ppr:.3f}", str(hit.degree),
-                      hit.text, hit.source)
+                      escape(hit.text), escape(hit.source))
     console.print(table)
     if result.subqueries:
-        console.print("sub-queries: " + "; ".join(result.subqueries))
+        console.print(escape("sub-queries: " + "; ".join(result.subqueries)))
     if not result.hits:
         console.print("No fact found: no stored keyword is close to the question's keywords.")
     if reranked is not None:
         how = f"fallback to the top 3 ({reranked.reason})" if reranked.used_fallback else "picked by the model"
-        console.print(f"re-ranker: {reranked.question_type} question; {len(reranked.selected)} fact(s) {how} (*)")
+        console.print(escape(f"re-ranker: {reranked.question_type} question; {len(reranked.selected)} fact(s) {how} (*)"))
 
 
 @web_group.command("stats")
