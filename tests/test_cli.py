@@ -160,6 +160,7 @@ def test_ask_a_demo_question_with_the_embedded_defaults(cache_dir):
     assert any(question.subject in h["text"] for h in hits)  # the demo web holds the dev triples
     kb = {f.text for f in load_facts(demo_kamel_root())}
     retrieved = {h["text"]: h for s in reply["trace"]["steps"] if s["step"] == "retrieve" for h in s["hits"]}
+    assert reply["facts"], reply["text"]  # the checks below would pass on no fact at all
     for fact in reply["facts"]:
         assert reply["text"][fact["start"]:fact["end"]] == fact["text"]
         assert fact["text"] in (retrieved if fact["tree"] == "question" else kb)
