@@ -34,7 +34,10 @@ demo: install-demo
 ask: install-demo
 	$(VENV)/bin/factweave ask "$(DEMO_QUESTION)"
 
+# Every test this machine can run: what the browser and PostgreSQL tests need is installed where
+# allowed (tools/test-prereqs); the run's last line names the groups skipped and how to run them.
 test: install
+	tools/test-prereqs $(PY)
 	$(PY) -m pytest -q
 
 clean:

@@ -75,3 +75,48 @@ def demo_generator(smollm, demo_index):
     from agent.decoding import FactGenerator
 
     return FactGenerator(smollm.model, smollm.tokenizer, demo_index, max_new_tokens=64)
+
+
+# --- the run's last line: the groups of tests that were skipped, and what would run them -------
+
+_SKIP_GROUPS = {
+    "browser": "install Chromium (as root: apt-get install chromium; else .venv/bin/python -m playwright install "
+               "chromium)",
+    "postgres": "install PostgreSQL (as root: apt-get install postgresql) or set FACTWEAVE_PG_DSN to a server",
+}
+_skipped: dict[str, list[str]] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.skipped and report.when in ("setup", "call"):
+        marks = {m.name for m in item.iter_markers()}
+        group = next((g for g in _SKIP_GROUPS if g in marks), None)
+        if group is None:  # grouped by the reason given
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            group = reason.removeprefix("Skipped: ")
+        _skipped.setdefault(group, []).append(item.nodeid)
+    return report
+
+
+def skipped_line() -> str:
+    """One line naming every group of skipped tests and how to run them ("none" when all ran)."""
+    if not _skipped:
+        return "Skipped groups: none (every test ran)."
+    parts = [f"{len(ids)} {group} test(s): {_SKIP_GROUPS[group]}" if group in _SKIP_GROUPS
+             else f"{len(ids)} test(s): {group}" for group, ids in sorted(_skipped.items())]
+    return "Skipped groups: " + "; ".join(parts) + "."
+
+
+def pytest_unconfigure(config):
+    # After pytest's own summary line, so that it is the run's last line.
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and getattr(config, "_fw_ran", False):
+        reporter.write_line(skipped_line())
+
+
+def pytest_sessionstart(session):
+    session.config._fw_ran = True
