@@ -1,9 +1,17 @@
 """The graph store against the real embedded ArcadeDB server (Bolt, official neo4j driver)."""
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import socket
+import subprocess
+import sys
+import time
 
 import pytest
+
+from conftest import REPO
 
 from agent.errors import FactweaveError
 from agent.web.arcade import EmbeddedGraphServer, open_graph
@@ -190,17 +198,47 @@ def test_bad_uri_is_one_line():
         GraphStore("http://127.0.0.1:1")
 
 
-def test_embedded_server_restart_keeps_data_and_refuses_a_second_opener(tmp_path):
+def _folder_served(folder) -> bool:
+    with open(folder / "server.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except OSError:
+            return True
+
+
+def _stats_from_another_process(folder) -> dict:
+    code = ("import json, sys; from agent.web.arcade import open_graph; "
+            "store, server = open_graph(sys.argv[1], None); "
+            "print(json.dumps({'stats': store.stats(), 'attached': server.attached})); store.close(); server.stop()")
+    done = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=300,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_embedded_server_is_shared_by_the_processes_of_one_folder_and_stops_after_the_last(tmp_path):
     folder = tmp_path / "graph"
     store, server = open_graph(folder, None, "ignored", "ignored")
-    assert server is not None and server.uri.startswith("bolt://127.0.0.1:")
+    assert server is not None and server.uri.startswith("bolt://127.0.0.1:") and not server.attached
     assert (folder / "root_password").stat().st_mode & 0o777 == 0o600
     with store:
         write_sample(store)
-    # ArcadeDB's own lock lives in the child; ours makes a second opener fail fast and clearly.
-    with pytest.raises(FactweaveError, match="in use by process"):
-        EmbeddedGraphServer(folder, start_timeout=60, lock_wait=1)
+    # Another process on the same folder (the UI and `factweave serve` on one web) attaches to the
+    # running server instead of refusing: it reads what this one wrote.
+    seen = _stats_from_another_process(folder)
+    assert seen["attached"] and seen["stats"]["facts"] == 2
+    # One attached here too; the first user leaves: the server stays up for the second.
+    second = EmbeddedGraphServer(folder, start_timeout=60)
+    assert second.attached and second.uri == server.uri
     server.stop()
+    with GraphStore(second.uri, second.user, second.password, second.database) as attached:
+        assert attached.stats()["facts"] == 2
+    second.stop()  # the last user: now the server stops and lets go of the folder
+    deadline = time.monotonic() + 30
+    while _folder_served(folder) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _folder_served(folder) and not (folder / "server.json").exists()
     assert not server.running
     with pytest.raises(FactweaveError, match="embedded server"):
         GraphStore(server.uri, server.user, server.password, server.database,

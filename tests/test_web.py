@@ -226,3 +226,26 @@ def test_a_common_keyword_fetches_a_bounded_number_of_facts(open_web):
     bounded = web.search(question, k=100, method="keywords", candidates=10).hits
     assert len(bounded) == 10
     assert bounded[0].text == "<Velmora> <mayor> <Odile Fenn> ."  # two keywords matched: kept and first
+
+
+def test_two_openers_of_one_web_share_it_and_see_each_others_writes(tmp_path, embedder):
+    """The chat UI and `factweave serve` on one web: the second attaches to the first's embedded
+    graph server; each one's additions reach the other's search; the server outlives the first."""
+    folder = tmp_path / "shared"
+    first = KnowledgeWeb.open(folder, embedder=embedder)
+    second = KnowledgeWeb.open(folder, embedder=embedder)
+    try:
+        first.add_triples([Fact("Velmora", "mayor", "Odile Fenn")], source="a.tsv", progress=False)
+        assert "<Velmora> <mayor> <Odile Fenn> ." in [h.text for h in second.search("Who is the mayor of Velmora?").hits]
+        second.add_triples([Fact("Brisk", "harbour master", "Tomas Vey")], source="b.tsv", progress=False)
+        assert "<Brisk> <harbour master> <Tomas Vey> ." in [
+            h.text for h in first.search("Who is the harbour master of Brisk?").hits]
+        first.close()
+        assert second.stats()["facts"] == 2  # the graph server outlived the process that started it
+        assert "<Velmora> <mayor> <Odile Fenn> ." in [h.text for h in second.search("Who is the mayor of Velmora?").hits]
+    finally:
+        first.close()
+        second.close()
+    with KnowledgeWeb.open(folder, embedder=embedder) as again:  # nothing of either was lost
+        assert again.stats()["facts"] == 2
+        assert again.fact_vectors.count() == 2 and again.keyword_vectors.count() == 4

@@ -10,14 +10,21 @@ a 4 GB default heap ceiling next to the language model, and ArcadeDB writes its 
 folder into whatever the current directory is. So the server runs as a child Python process
 (``python -P arcade.py --serve ...``) that:
 
-* holds an exclusive ``flock`` on ``<folder>/server.lock`` for as long as it lives, so a
-  second factweave on the same folder gets a clear one-line error instead of a corrupt
-  database; the kernel drops the lock when the process dies, so it can never go stale;
+* holds an exclusive ``flock`` on ``<folder>/server.lock`` for as long as it lives, so two
+  servers never open one database; the kernel drops the lock when the process dies, so it can
+  never go stale. Once Bolt is up it writes its port to ``<folder>/server.json``;
+* is shared: a second factweave process on the same folder (the chat UI and ``factweave serve``
+  on one web) finds the running server through ``server.json`` and attaches to it over loopback
+  Bolt with the stored root password, instead of starting its own. Every process using the
+  server, its parent included, holds a shared ``flock`` on ``<folder>/users.lock``; the server
+  stops once its parent has let go *and* it can lock ``users.lock`` exclusively, i.e. when the
+  last user leaves (a user killed with ``kill -9`` lets go with its process);
 * runs with ``<folder>`` as its current directory (ArcadeDB's logs land there) and writes
   stderr to ``<folder>/server.log``;
-* stops the server when its stdin reaches end-of-file. The parent keeps the write end of
-  that pipe, so however the parent ends (return, exception, SIGKILL) the child sees EOF and
-  shuts ArcadeDB down cleanly: the server dies with its parent without any polling.
+* stops the server when its stdin reaches end-of-file and no other process is attached. The
+  parent keeps the write end of that pipe, so however the parent ends (return, exception,
+  SIGKILL) the child sees EOF, waits for the attached processes to leave, and shuts ArcadeDB
+  down cleanly.
 
 Measured on the 2-core build machine: Bolt accepts connections 3-3.6 s after spawn (1.5-3 s
 when the files are in the page cache); the child's RSS is ~175 MB idle and ~355 MB after
@@ -56,6 +63,8 @@ BOLT_PLUGIN = "Bolt:com.arcadedb.bolt.BoltProtocolPlugin"
 
 _PASSWORD_FILE = "root_password"
 _LOCK_FILE = "server.lock"
+_USERS_FILE = "users.lock"
+_ADDRESS_FILE = "server.json"
 _LOG_FILE = "server.log"
 _SERVER_ROOT = "server"  # ArcadeDB's own rootPath: config/, databases/, log/
 _PASSWORD_ENV = "FACTWEAVE_ARCADE_ROOT_PASSWORD"  # not argv: argv is visible to every local user
@@ -143,15 +152,50 @@ class EmbeddedGraphServer:
         self._start_timeout = start_timeout
         self._lock_wait = lock_wait
         self._process: subprocess.Popen[str] | None = None
+        self._users: TextIO | None = None
+        #: Whether this process uses a server another factweave process started on the folder.
+        self.attached = False
         self.start()
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Spawn the child and return once Bolt accepts connections."""
+        """Attach to the server another process runs on this folder, else spawn one; return
+        once Bolt accepts connections."""
         if self.running:
             return
         began = time.monotonic()
+        self._users = _hold_shared(self.folder / _USERS_FILE, began + self._start_timeout)
+        try:
+            if not self._attach(began):
+                try:
+                    self._spawn(began)
+                except _FolderLocked:
+                    # Another process's server took the folder while ours started: use it.
+                    if not self._attach(began):
+                        raise
+        except _FolderLocked as exc:
+            self.stop()
+            raise _error(f"graph database in {self.folder} is in use by {exc}; stop that factweave or point "
+                         "this one at another knowledge-base folder") from None
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+
+    def _attach(self, began: float) -> bool:
+        """Use the server another process runs on this folder, if one does."""
+        address = _running_server(self.folder, began + self._start_timeout)
+        if address is None:
+            return False
+        self.bolt_port = int(address["bolt_port"])
+        self.uri = f"bolt://127.0.0.1:{self.bolt_port}"
+        self.attached = True
+        atexit.register(self.stop)
+        self._await_bolt(began)
+        return True
+
+    def _spawn(self, began: float) -> None:
         env = dict(os.environ)
         env[_PASSWORD_ENV] = self.password
         command = [
@@ -181,13 +225,8 @@ class EmbeddedGraphServer:
         finally:
             log.close()
         atexit.register(self.stop)
-        try:
-            self._await_ready(began)
-            self._await_bolt(began)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
+        self._await_ready(began)
+        self._await_bolt(began)
 
     def _await_ready(self, began: float) -> None:
         process = self._process
@@ -208,11 +247,9 @@ class EmbeddedGraphServer:
                 if line.startswith(_READY):
                     return
                 if line.startswith(_LOCKED):
-                    owner = line[len(_LOCKED):].strip() or "another process"
-                    raise _error(
-                        f"graph database in {self.folder} is in use by {owner}; stop that "
-                        "factweave or point this one at another knowledge-base folder"
-                    )
+                    self._process, process = None, self._process
+                    process.wait()
+                    raise _FolderLocked(line[len(_LOCKED):].strip() or "another process")
                 if line.startswith(_FAILED) or not line:
                     reason = line[len(_FAILED):].strip() if line else ""
                     reason = reason or _tail(self.folder / _LOG_FILE) or "exited during startup"
@@ -235,7 +272,7 @@ class EmbeddedGraphServer:
                         f"embedded graph server in {self.folder}: Bolt port {self.bolt_port} "
                         f"does not accept connections ({exc}); see {self.folder / _LOG_FILE}"
                     ) from None
-                if not self.running:
+                if not self.attached and not self.running:
                     raise _error(
                         f"embedded graph server in {self.folder} exited during startup; "
                         f"see {self.folder / _LOG_FILE}"
@@ -244,20 +281,29 @@ class EmbeddedGraphServer:
 
     @property
     def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return self.attached or (self._process is not None and self._process.poll() is None)
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Close the child's stdin (its signal to shut ArcadeDB down) and wait for it."""
+        """Let go of the server: close the child's stdin (its signal to shut ArcadeDB down once
+        no other process uses it) and wait for it, unless other processes still use it."""
         process, self._process = self._process, None
+        self.attached = False
         atexit.unregister(self.stop)
+        users, self._users = self._users, None
+        if users is not None:
+            users.close()  # our shared lock: the server may stop once every user let go
         if process is None:
             return
+        # Asked before the child learns we left (it locks users.lock only after that).
+        shared = _in_use(self.folder / _USERS_FILE)
         for stream in (process.stdin, process.stdout):
             try:
                 if stream is not None:
                     stream.close()
             except OSError:
                 pass
+        if shared:
+            return  # attached processes still use it: the child stops when the last one leaves
         try:
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -275,8 +321,66 @@ class EmbeddedGraphServer:
         self.stop()
 
     def __repr__(self) -> str:
-        state = "running" if self.running else "stopped"
+        state = "attached" if self.attached else "running" if self.running else "stopped"
         return f"EmbeddedGraphServer({str(self.folder)!r}, uri={self.uri!r}, {state})"
+
+
+class _FolderLocked(Exception):
+    """Another process's server holds the folder (the message names it)."""
+
+
+def _hold_shared(path: Path, deadline: float) -> TextIO:
+    """``path`` open with a shared ``flock``: this process uses the folder's server. Waits while
+    a server that is shutting down holds it exclusively (about a second)."""
+    import fcntl
+
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - the lock lives as long as the file is open
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return handle
+        except OSError:
+            if time.monotonic() > deadline:
+                handle.close()
+                raise _error(f"graph database in {path.parent}: its server is still shutting down; try again") from None
+            time.sleep(0.1)
+
+
+def _in_use(path: Path) -> bool:
+    """Whether some process holds a shared lock on ``path`` (uses the server)."""
+    import fcntl
+
+    try:
+        with open(path, "a+", encoding="utf-8") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False  # (the lock goes with the file)
+    except OSError:
+        return True
+
+
+def _running_server(folder: Path, deadline: float) -> dict | None:
+    """The address (``pid``, ``bolt_port``) of the server another process runs on ``folder``, or
+    None when the folder is free. A server still starting is waited for until ``deadline``."""
+    import fcntl
+    import json
+
+    while True:
+        with open(folder / _LOCK_FILE, "a+", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return None  # nobody serves this folder (the lock goes with the file)
+            except OSError:
+                handle.seek(0)
+                owner = handle.read().strip()
+        try:
+            address = json.loads((folder / _ADDRESS_FILE).read_text(encoding="utf-8"))
+            if str(address.get("pid")) == owner:
+                return address
+        except (OSError, ValueError):
+            pass  # not written yet: the server is starting
+        if time.monotonic() > deadline:
+            raise _FolderLocked(f"process {owner}" if owner else "another process")
+        time.sleep(0.2)
 
 
 def open_graph(
@@ -394,7 +498,10 @@ def _serve(folder: Path, bolt_port: int, http_port: int, heap: str, lock_wait: f
             server.stop()
         sys.exit(2)
 
+    address = folder / _ADDRESS_FILE
+    _write_address(address, {"pid": os.getpid(), "bolt_port": bolt_port})
     print(_READY, flush=True)
+    users = None
     try:
         # Polling, not a blocking read: a signal may land on a JVM thread, and Python only runs
         # its handler when the main thread executes bytecode again.
@@ -403,13 +510,43 @@ def _serve(folder: Path, bolt_port: int, http_port: int, heap: str, lock_wait: f
             selector.register(stdin, selectors.EVENT_READ)
             while not selector.select(timeout=0.5) or stdin.read(4096):
                 pass
+        # The parent let go; other processes may still be attached: serve until the last leaves.
+        users = _wait_for_last_user(folder / _USERS_FILE)
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            address.unlink()
+        except OSError:
+            pass
         server.stop()
         lock.close()
+        if users is not None:
+            users.close()
+
+
+def _write_address(path: Path, address: dict) -> None:
+    import json
+
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(address), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _wait_for_last_user(path: Path) -> TextIO:
+    """Block until no process holds ``path`` shared; return it held exclusively, so that no one
+    attaches while the server stops."""
+    import fcntl
+
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except OSError:
+            time.sleep(0.2)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--serve"]:

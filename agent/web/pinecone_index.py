@@ -222,6 +222,10 @@ class PineconeVectorIndex:
     def flush(self) -> None:
         """Nothing to do: Pinecone has stored each write when its call returned."""
 
+    def refresh(self) -> bool:
+        """Nothing to do: every read asks the service, so it sees every process's writes."""
+        return False
+
     def close(self) -> None:
         for closable in (self._index, self._client):
             try:

@@ -101,6 +101,8 @@ class VectorIndex(Protocol):
 
     def flush(self) -> None: ...
 
+    def refresh(self) -> bool: ...
+
     def close(self) -> None: ...
 
 
@@ -303,6 +305,16 @@ def _fsync_folder(path: Path) -> None:
         os.close(descriptor)
 
 
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells one manifest from the next (each is a new file renamed into place): its inode,
+    mtime and size; None when there is none."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
 def _write_json_aside(path: Path, payload: Any) -> None:
     """Write to ``path`` + .tmp, fsync, rename: readers see the old file or the new, never half."""
     tmp = path.with_name(path.name + _TMP)
@@ -335,8 +347,11 @@ class LocalVectorIndex:
     than ``k`` survive.
 
     The folder remembers the embedder's fingerprint and dimension; opening it with another is
-    refused, since vectors of different models are not comparable. One process at a time may
-    write a folder.
+    refused, since vectors of different models are not comparable. Several processes may use
+    one folder (the chat UI and ``factweave serve`` on one web): reads pick up what another
+    process flushed (:meth:`refresh`, a ``stat`` of the manifest per read), and writers must take
+    turns (``KnowledgeWeb`` holds the web's write lock from before its first change to its flush);
+    a flush over a generation another process wrote since is refused, never silently lost.
     """
 
     def __init__(self, folder: str | Path, dim: int, fingerprint: str, *,
@@ -360,6 +375,7 @@ class LocalVectorIndex:
         self._generation = 0
         self._dirty = False
         self._closed = False
+        self._seen: tuple[int, int, int] | None = None  # the manifest's (mtime, size) as last read or written
         # Keys and vectors of the whole index for exact search of small indexes; rebuilt after a write.
         self._snapshot: tuple[list[int], np.ndarray] | None = None
         if self.folder.exists() and not self.folder.is_dir():
@@ -374,8 +390,24 @@ class LocalVectorIndex:
 
         return Index(ndim=self.dim, metric="cos", dtype="f32", **self._graph_settings)
 
+    def refresh(self) -> bool:
+        """Reload if another process flushed since this one last read or wrote; whether it did."""
+        with self._lock:
+            self._check_open()
+            if _stamp(self.folder / _MANIFEST) == self._seen:
+                return False
+            if self._dirty:
+                raise FactweaveError(f"{self.folder}: another process wrote this vector index while this one had "
+                                     "changes not flushed; take turns writing (the web's write lock)")
+            self._keys, self._ids, self._metadata = {}, {}, {}
+            self._next_key, self._generation, self._snapshot = 0, 0, None
+            self._graph = self._new_graph()
+            self._load()
+            return True
+
     def _load(self) -> None:
         manifest_path = self.folder / _MANIFEST
+        self._seen = _stamp(manifest_path)
         if not manifest_path.exists():
             return
         try:
@@ -424,6 +456,9 @@ class LocalVectorIndex:
             self._check_open()
             if not self._dirty and (self.folder / _MANIFEST).exists():
                 return
+            if _stamp(self.folder / _MANIFEST) != self._seen:
+                raise FactweaveError(f"{self.folder}: another process wrote this vector index since this one read "
+                                     "it; nothing was saved over it (take turns writing: the web's write lock)")
             self.folder.mkdir(parents=True, exist_ok=True)
             generation = self._generation + 1
             graph_name = f"index.{generation}.usearch"
@@ -441,6 +476,7 @@ class LocalVectorIndex:
                         "graph": graph_name, "records": records_name}
             _write_json_aside(self.folder / _MANIFEST, manifest)  # the commit point
             _fsync_folder(self.folder)
+            self._seen = _stamp(self.folder / _MANIFEST)
             self._generation = generation
             self._dirty = False
             self._remove_stale_files(keep={_MANIFEST, graph_name, records_name})
@@ -525,6 +561,8 @@ class LocalVectorIndex:
         ids = check_ids(ids)
         with self._lock:
             self._check_open()
+            if not self._dirty:
+                self.refresh()
             found = [item for item in dict.fromkeys(ids) if item in self._keys]
             if not found:
                 return {}
@@ -552,6 +590,8 @@ class LocalVectorIndex:
         matrix = check_matrix(vectors, self.dim)
         with self._lock:
             self._check_open()
+            if not self._dirty:
+                self.refresh()
             if not self._keys or not len(matrix):
                 return [[] for _ in range(len(matrix))]
             if flt:

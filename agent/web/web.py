@@ -19,6 +19,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,9 +214,26 @@ class KnowledgeWeb:
 
     # --- building ------------------------------------------------------------------------------
 
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """The web's write lock (``<folder>/write.lock``, across processes): writers take turns,
+        each starting from the vectors the previous one flushed. Readers never wait."""
+        import fcntl
+
+        with open(self.folder / "write.lock", "a+", encoding="utf-8") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            for vectors in (self.keyword_vectors, self.fact_vectors):
+                vectors.refresh()
+            yield
+
     def add_documents(self, documents: Iterable[Document], decomposer: Decomposer, *,
                       batch_chunks: int = 32, progress: bool = True) -> BuildReport:
         """Decompose and store ``documents``; chunks already stored are skipped."""
+        with self.writing():
+            return self._add_documents(documents, decomposer, batch_chunks, progress)
+
+    def _add_documents(self, documents: Iterable[Document], decomposer: Decomposer, batch_chunks: int,
+                       progress: bool) -> BuildReport:
         started = time.perf_counter()
         report = BuildReport()
         work: list[tuple[Document, Chunk]] = []
@@ -266,6 +284,10 @@ class KnowledgeWeb:
     def add_triples(self, triples: Iterable[Fact], *, source: str = "triples", batch: int = 500,
                     progress: bool = True) -> BuildReport:
         """Store verbalized triples as facts whose keywords are their subject and object."""
+        with self.writing():
+            return self._add_triples(triples, source, batch, progress)
+
+    def _add_triples(self, triples: Iterable[Fact], source: str, batch: int, progress: bool) -> BuildReport:
         started = time.perf_counter()
         report = BuildReport()
         bar = tqdm(desc="triples", unit="fact", disable=not progress, leave=False)
