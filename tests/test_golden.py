@@ -1,0 +1,31 @@
+"""Golden answers: demo-KB questions that SmolLM2-135M (the test model) answers right, through the
+agent on the whole-KB tree (ReFactX constrained decoding, then grounding). The questions are
+listed in ``tests/data/golden_questions.txt``; their answers are KAMEL's gold objects, not the
+model's outputs. A change that loses one of them fails here: a regression in answer quality, not
+only in an invariant."""
+from __future__ import annotations
+
+import pytest
+from conftest import DATA
+
+from agent.eval.metrics import exact_match
+from agent.knowledge.kamel import demo_kamel_root, kamel_questions
+from agent.pipeline import FactAgent
+
+GOLDEN = DATA / "golden_questions.txt"
+
+
+@pytest.mark.model
+def test_the_golden_questions_are_answered_right_from_a_stated_fact(demo_generator):
+    wanted = [line for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+    gold = {q.text: q for q in kamel_questions(demo_kamel_root(), split="dev")}
+    assert len(wanted) >= 20 and set(wanted) <= set(gold)
+    agent = FactAgent(demo_generator, None, tree="kb")
+    wrong = []
+    for text in wanted:
+        question, reply = gold[text], agent.answer(text)
+        stated = [f["text"] for f in reply.facts]
+        holding = [s for s in stated if question.subject in s and any(a.lower() in s.lower() for a in question.answers)]
+        if not (exact_match(reply.answer, question.answers) and reply.trace["grounded"] and holding):
+            wrong.append(f"{text} -> {reply.answer!r} (gold {list(question.answers)}) over {stated}")
+    assert not wrong, f"{len(wrong)} of {len(wanted)} golden questions lost:\n" + "\n".join(wrong)
