@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -37,6 +38,8 @@ from .uploads import DEFAULT_MAX_BYTES, read_uploads
 #: The most facts all uploads may add to the constrained-decoding index (kept in memory beside the
 #: KB's index, which may be on disk or in PostgreSQL). Past it, build a KB: `factweave index build`.
 MAX_UPLOADED_FACTS = 200_000
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from agent.pipeline import FactAgent
@@ -107,6 +110,10 @@ class UIRuntime:
         uploaded = self.uploaded_facts()
         if uploaded:
             self._extend_index(uploaded)
+        try:
+            self._finish_pending()  # an upload cut short by a failure or a kill: complete it
+        except Exception as exc:  # noqa: BLE001 - the UI starts anyway; the next upload tries again
+            log.warning("an upload cut short could not be completed yet (%s); the next upload tries again", exc)
 
     @property
     def uploads_dir(self) -> Path:
@@ -185,34 +192,84 @@ class UIRuntime:
     def add_files(self, paths: list[Path], progress: Progress = _no_progress) -> dict[str, Any]:
         """Check ``paths`` completely, then add them to the web and the KB index. A bad file
         raises a one-line :class:`FactweaveError` and changes nothing."""
+        progress(0.0, "reading the files")
+        paths = [Path(p) for p in paths]
+        batch = read_uploads(paths, max_bytes=self.max_upload_bytes)
+        with self._lock:
+            try:
+                self._finish_pending(progress)  # an upload cut short before completes first
+            except Exception as exc:
+                raise FactweaveError(f"an earlier upload that was cut short could not be completed ({_brief(exc)}); "
+                                     "nothing of this upload was added") from exc
+            self._keep_pending(paths)
+            try:
+                report = self._apply(batch, progress)
+            except Exception as exc:
+                raise FactweaveError(f"the upload stopped ({_brief(exc)}); it is kept and completes with the next "
+                                     "upload or when the UI starts again") from exc
+            self._drop_pending()
+        progress(1.0, "done")
+        return report
+
+    # An upload is all-or-nothing by completion: its files are kept in uploads/pending/ from before
+    # the first write until the last (the web's graph and vectors, facts.jsonl, the index), and an
+    # upload found there (a failure or a kill in between) is applied again, which adds only what is
+    # missing: the web skips chunks and triples it holds, facts.jsonl and the index skip known facts.
+
+    @property
+    def _pending_dir(self) -> Path:
+        return self.uploads_dir / "pending"
+
+    def _keep_pending(self, paths: list[Path]) -> None:
+        import shutil
+
+        tmp = self.uploads_dir / "pending.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        for i, path in enumerate(paths):  # one folder per file: names stay the user's (provenance)
+            (tmp / str(i)).mkdir(parents=True)
+            shutil.copyfile(path, tmp / str(i) / path.name)
+        os.replace(tmp, self._pending_dir)
+
+    def _drop_pending(self) -> None:
+        import shutil
+
+        shutil.rmtree(self._pending_dir, ignore_errors=True)
+
+    def _finish_pending(self, progress: Progress = _no_progress) -> dict[str, Any] | None:
+        """Apply again an upload that was cut short (see above); its report, or None if none was."""
+        folder = self._pending_dir
+        if not folder.is_dir():
+            return None
+        paths = [f for sub in sorted(folder.iterdir(), key=lambda p: int(p.name)) for f in sub.iterdir()]
+        report = self._apply(read_uploads(paths, max_bytes=self.max_upload_bytes), progress)
+        self._drop_pending()
+        return report
+
+    def _apply(self, batch: Any, progress: Progress) -> dict[str, Any]:
         from agent.web.decompose import LLMDecomposer, SentenceDecomposer
 
-        progress(0.0, "reading the files")
-        batch = read_uploads([Path(p) for p in paths], max_bytes=self.max_upload_bytes)
         started = time.perf_counter()
-        with self._lock:
-            new_facts: list[Fact] = []
-            report: dict[str, Any] = {"files": batch.describe()}
-            if batch.documents:
-                progress(0.1, f"decomposing {len(batch.documents)} document(s) into facts")
-                remote = self.settings.openai_base_url or self.settings.openai_api_key
-                decomposer = LLMDecomposer(self.chat) if remote else SentenceDecomposer()
-                built = self.web.add_documents(batch.documents, decomposer, progress=False)
-                report["documents"] = built.as_dict()
-                new_facts += self.web.document_facts(batch.documents)
-            for i, (name, facts) in enumerate(batch.triples.items()):
-                progress(0.4 + 0.3 * i / len(batch.triples), f"adding {len(facts)} triples from {name}")
-                report[f"triples:{name}"] = self.web.add_triples(facts, source=name, progress=False).as_dict()
-                new_facts += facts
-            progress(0.75, "adding the facts to the fact index")
-            uploaded = self.uploaded_facts()
-            known = {f.text for f in uploaded}
-            uploaded += [f for f in new_facts if f.text not in known and not known.add(f.text)]
-            self._save_uploaded(uploaded)
-            report["index_added"] = self._extend_index(new_facts)
-            report["new_facts"] = len(new_facts)
-            report["seconds"] = round(time.perf_counter() - started, 2)
-        progress(1.0, "done")
+        new_facts: list[Fact] = []
+        report: dict[str, Any] = {"files": batch.describe()}
+        if batch.documents:
+            progress(0.1, f"decomposing {len(batch.documents)} document(s) into facts")
+            remote = self.settings.openai_base_url or self.settings.openai_api_key
+            decomposer = LLMDecomposer(self.chat) if remote else SentenceDecomposer()
+            built = self.web.add_documents(batch.documents, decomposer, progress=False)
+            report["documents"] = built.as_dict()
+            new_facts += self.web.document_facts(batch.documents)
+        for i, (name, facts) in enumerate(batch.triples.items()):
+            progress(0.4 + 0.3 * i / len(batch.triples), f"adding {len(facts)} triples from {name}")
+            report[f"triples:{name}"] = self.web.add_triples(facts, source=name, progress=False).as_dict()
+            new_facts += facts
+        progress(0.75, "adding the facts to the fact index")
+        uploaded = self.uploaded_facts()
+        known = {f.text for f in uploaded}
+        uploaded += [f for f in new_facts if f.text not in known and not known.add(f.text)]
+        self._save_uploaded(uploaded)
+        report["index_added"] = self._extend_index(new_facts)
+        report["new_facts"] = len(new_facts)
+        report["seconds"] = round(time.perf_counter() - started, 2)
         return report
 
     def offered_models(self) -> list[str]:
@@ -249,6 +306,10 @@ class UIRuntime:
         return {"web": str(self.web.folder), "documents": stats.get("documents", 0), "facts": stats.get("facts", 0),
                 "keywords": stats.get("keywords", 0), "index_facts": len(self.generator.index.facts),
                 "uploaded_facts": len(self.uploaded_facts()), "model": self.model_name}
+
+
+def _brief(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 def check_question(question: str) -> str:
