@@ -317,3 +317,28 @@ def test_an_upload_that_fails_at_any_stage_is_completed_by_the_next_start(ui_run
             assert again.counts() == after  # applied once: a second start adds nothing
     finally:
         restarted.close()
+
+
+@pytest.mark.model
+def test_two_answers_run_at_once(ui_runtime):
+    """With --concurrency 2 two sessions' answers progress together: the second one's events come
+    while the first answer is still open (one lock spanning a whole answer made it wait)."""
+    import threading
+
+    from ui.runtime import AskOptions
+
+    first = ui_runtime.stream("Who founded Zorblax Station?", AskOptions(tree="kb", beams=1))
+    assert next(first)["event"]  # the first answer is under way, and stays open
+    second_events: list[dict] = []
+
+    def ask_second():
+        second_events.extend(ui_runtime.stream("Where was Mira Quell born?", AskOptions(tree="kb", beams=1)))
+
+    thread = threading.Thread(target=ask_second, daemon=True)
+    thread.start()
+    thread.join(timeout=120)
+    try:
+        assert not thread.is_alive(), "the second answer waited for the first to end"
+        assert second_events and second_events[-1]["event"] == "answer"
+    finally:
+        first.close()

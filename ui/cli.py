@@ -26,7 +26,7 @@ def _auth(value: str | None) -> tuple[str, str] | None:
               "--auth).")
 @click.option("--auth", default=None, metavar="USER:PASSWORD", help="Require this login (or set FACTWEAVE_UI_AUTH).",
               envvar="FACTWEAVE_UI_AUTH")
-@click.option("--concurrency", type=click.IntRange(1, 8), default=1, show_default=True,
+@click.option("--concurrency", type=click.IntRange(1, 8), default=2, show_default=True,
               help="Questions answered at once; more wait in the queue.")
 @click.option("--max-upload-mb", type=click.IntRange(1, 2048), default=20, show_default=True,
               help="Largest uploaded file.")

@@ -63,8 +63,11 @@ def _no_progress(fraction: float, message: str) -> None:
 
 
 class UIRuntime:
-    """The shared parts behind the UI. Thread-safe: answering and rebuilding take one lock, so
-    a rebuild waits for the answer in progress and the next answer sees the new knowledge."""
+    """The shared parts behind the UI. Thread-safe: answers run at once (as many as the UI's
+    ``--concurrency``; generations on one model overlap correctly, ``benchmarks/concurrency.py``);
+    uploads and model switches take one lock, so they happen one at a time, an answer starts
+    with the model and knowledge of its moment, and a replaced model is closed only once the
+    answers still using it have ended."""
 
     def __init__(self, settings: Settings, *, progress: bool = True, loaded: Any = None, web: Any = None,
                  max_upload_bytes: int = DEFAULT_MAX_BYTES) -> None:
@@ -77,6 +80,8 @@ class UIRuntime:
         self.max_upload_bytes = max_upload_bytes
         # A plain lock, not an RLock: a streamed answer may be resumed, and closed, by another thread.
         self._lock = threading.Lock()
+        self._answers_done = threading.Condition(self._lock)
+        self._answering: dict[int, int] = {}  # answers in progress per generator (by id)
         self._progress = progress
         self._owns_web = web is None
         self.web = web if web is not None else open_web(settings, progress=progress)
@@ -180,12 +185,16 @@ class UIRuntime:
         from agent.pipeline.conversation import trim_history
 
         with self._lock:
-            events = self.agent(options).stream(question, history=trim_history(history), beams=options.beams,
-                                                stop=stop)
-            try:
-                yield from events
-            finally:
-                events.close()
+            generator, agent = self.generator, self.agent(options)
+            self._answering[id(generator)] = self._answering.get(id(generator), 0) + 1
+        events = agent.stream(question, history=trim_history(history), beams=options.beams, stop=stop)
+        try:
+            yield from events
+        finally:
+            events.close()
+            with self._lock:
+                self._answering[id(generator)] -= 1
+                self._answers_done.notify_all()
 
     # --- knowledge -----------------------------------------------------------------------------
 
@@ -297,7 +306,10 @@ class UIRuntime:
             except BaseException:
                 (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings) = previous
                 raise
-            previous[1].close()
+            old = previous[1]
+            self._answers_done.wait_for(lambda: not self._answering.get(id(old)))  # (releases the lock)
+            self._answering.pop(id(old), None)
+            old.close()
             progress(1.0, f"{name} loaded")
 
     def counts(self) -> dict[str, Any]:
