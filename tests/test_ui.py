@@ -280,43 +280,49 @@ def test_a_visitor_can_only_switch_to_an_offered_model(ui_runtime, tmp_path):
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("stage", ["add_documents", "add_triples", "_save_uploaded", "_extend_index"])
-def test_an_upload_that_fails_at_any_stage_is_completed_by_the_next_start(ui_runtime, tmp_path, monkeypatch, stage):
+def test_an_upload_that_fails_at_any_stage_is_completed_by_the_next_start(ui_runtime, tmp_path):
     """All or nothing by completion: a failure (or a kill) between the web, facts.jsonl and the
     index leaves the upload kept; the next start adds what was missing, exactly once."""
     from agent.knowledge.facts import verbalize
     from ui.runtime import UIRuntime
 
-    name = stage.strip("_").replace("_", "-")
-    triples = tmp_path / f"{name}.tsv"
-    triples.write_text(f"Quillon Dock {name}\tbuilt by\tAsha Merrow\n")
-    doc = tmp_path / f"{name}.md"
-    doc.write_text(f"# Quay {name}\n\nThe quay {name} was paved in 1903.\n")
-    with UIRuntime(ui_runtime.settings, loaded=ui_runtime.loaded, web=ui_runtime.web, progress=False) as fresh:
-        before = fresh.counts()  # (the fixture's own index lacks what earlier cases' restarts completed)
-    target = ui_runtime.web if stage.startswith("add_") else ui_runtime
-    original = getattr(target, stage)
+    def start() -> UIRuntime:
+        opened.append(UIRuntime(ui_runtime.settings, loaded=ui_runtime.loaded, web=ui_runtime.web, progress=False))
+        return opened[-1]
 
-    def fail_once(*args, **kwargs):
-        monkeypatch.setattr(target, stage, original)
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(target, stage, fail_once)
-    with pytest.raises(FactweaveError, match=r"the upload stopped \(.*No space left.*\); it is kept"):
-        ui_runtime.add_files([triples, doc])
-    restarted = UIRuntime(ui_runtime.settings, loaded=ui_runtime.loaded, web=ui_runtime.web, progress=False)
+    opened: list[UIRuntime] = []
     try:
-        after = restarted.counts()
-        fact = verbalize(f"Quillon Dock {name}", "built by", "Asha Merrow")
-        assert after["documents"] == before["documents"] + 1
-        assert after["uploaded_facts"] == before["uploaded_facts"] + 2  # the triple and the sentence
-        assert after["index_facts"] == before["index_facts"] + 2
-        assert fact in {f.text for f in restarted.generator.index.facts}
-        assert fact in [h.text for h in restarted.web.search(f"Who built Quillon Dock {name}?", 5).hits]
-        with UIRuntime(ui_runtime.settings, loaded=ui_runtime.loaded, web=ui_runtime.web, progress=False) as again:
-            assert again.counts() == after  # applied once: a second start adds nothing
+        runtime = start()
+        for stage in ("add_documents", "add_triples", "_save_uploaded", "_extend_index"):
+            name = stage.strip("_").replace("_", "-")
+            triples = tmp_path / f"{name}.tsv"
+            triples.write_text(f"Quillon Dock {name}\tbuilt by\tAsha Merrow\n")
+            doc = tmp_path / f"{name}.md"
+            doc.write_text(f"# Quay {name}\n\nThe quay {name} was paved in 1903.\n")
+            before = runtime.counts()
+            target = runtime.web if stage.startswith("add_") else runtime
+            original = getattr(target, stage)
+
+            def fail_once(*args, target=target, stage=stage, original=original, **kwargs):
+                setattr(target, stage, original)
+                raise OSError(28, "No space left on device")
+
+            setattr(target, stage, fail_once)
+            with pytest.raises(FactweaveError, match=r"the upload stopped \(.*No space left.*\); it is kept"):
+                runtime.add_files([triples, doc])
+            target.__dict__.pop(stage, None)  # (the instance attribute set above; the method is the class's)
+            runtime = start()  # the next start completes the upload
+            after = runtime.counts()
+            fact = verbalize(f"Quillon Dock {name}", "built by", "Asha Merrow")
+            assert after["documents"] == before["documents"] + 1, stage
+            assert after["uploaded_facts"] == before["uploaded_facts"] + 2, stage  # the triple and the sentence
+            assert after["index_facts"] == before["index_facts"] + 2, stage
+            assert fact in {f.text for f in runtime.generator.index.facts}, stage
+            assert fact in [h.text for h in runtime.web.search(f"Who built Quillon Dock {name}?", 5).hits], stage
+        assert start().counts() == after  # applied once: another start adds nothing
     finally:
-        restarted.close()
+        for opened_runtime in opened:
+            opened_runtime.close()
 
 
 @pytest.mark.model
