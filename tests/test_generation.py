@@ -35,9 +35,10 @@ def check_spans(answer, index, kb_texts):
 @pytest.mark.parametrize("beams", [1, 3])
 def test_every_fact_span_is_a_kb_fact(demo_generator, demo_index, kb_texts, questions, beams):
     assert len(questions) == 20
+    asked = questions if beams == 1 else questions[:10]  # (beam search costs beams x: half the questions)
     answers = []
-    for i in range(0, len(questions), 10):
-        answers += demo_generator.answer_batch(questions[i : i + 10], beams=beams, max_new_tokens=48)
+    for i in range(0, len(asked), 10):
+        answers += demo_generator.answer_batch(asked[i : i + 10], beams=beams, max_new_tokens=48)
     for a in answers:
         check_spans(a, demo_index, kb_texts)
     # the claim is not vacuous: the model does state facts
