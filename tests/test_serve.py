@@ -383,3 +383,21 @@ def test_a_follow_up_through_the_sdk_is_answered_from_the_first_turn(sdk):
     assert "Buck Owens" in extra["trace"]["standalone"]
     assert "guitar" in extra["answer"].lower() and extra["trace"]["grounded"]
     assert any("Buck Owens" in f["text"] and "guitar" in f["text"] for f in extra["facts"])
+
+
+def test_malformed_requests_are_one_line_400s_and_change_nothing(server, sdk, local_chat):
+    """Bad JSON, wrong types, missing fields: HTTP 400 with OpenAI's error body, one line naming
+    what is wrong; the server answers the next request as before."""
+    cases = [
+        (b'{"model": "factweave", "messages": [', "JSON"),
+        (b'{"model": "factweave", "messages": "hello"}', "messages"),
+        (b'{"model": "factweave", "messages": []}', "messages"),
+        (b'{"model": "factweave", "messages": [{"role": "user"}]}', "messages"),
+        (b'{"model": "factweave", "messages": [{"role": "user", "content": "hi"}], "max_tokens": -3}', "max_tokens"),
+        (b'{"model": "factweave", "messages": [{"role": "user", "content": "hi"}], "temperature": 9}', "temperature"),
+    ]
+    for body, named in cases:
+        r = httpx.post(f"{server}/chat/completions", content=body, headers={"Content-Type": "application/json"})
+        message = r.json()["error"]["message"]
+        assert r.status_code == 400 and named in message and "\n" not in message, (body, r.status_code, message)
+    assert [m.id for m in sdk.models.list()] == ["factweave", local_chat.name]
