@@ -272,7 +272,7 @@ class EmbeddedGraphServer:
                         f"embedded graph server in {self.folder}: Bolt port {self.bolt_port} "
                         f"does not accept connections ({exc}); see {self.folder / _LOG_FILE}"
                     ) from None
-                if not self.attached and not self.running:
+                if not self.running:
                     raise _error(
                         f"embedded graph server in {self.folder} exited during startup; "
                         f"see {self.folder / _LOG_FILE}"
