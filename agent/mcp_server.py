@@ -94,7 +94,8 @@ class AskResult(BaseModel):
     facts: list[StatedFact] = Field(description="Each fact the reply states, in order.")
     timings: dict[str, float] = Field(description="Seconds per step (retrieve_s, rerank_s, evidence_s, subquery_s, "
                                                   "tree_build_s, generate_s) and total_s.")
-    tokens: dict[str, int] = Field(description="Prompt and generated token counts over all attempts.")
+    tokens: dict[str, int] = Field(description="Prompt tokens, those of them read from the cached fixed start "
+                                           "(prompt_cached), and generated tokens, over all attempts.")
     trace: dict[str, Any] | None = Field(None, description="Every step of the pipeline (only when "
                                                                   "include_trace was set).")
 

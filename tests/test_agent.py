@@ -55,7 +55,9 @@ def test_every_span_is_a_retrieved_or_kb_fact_and_the_trace_is_json(demo_generat
             assert all(a["tree"] == "question" for a in attempts)
         assert trace["answer"] == reply.answer and "retrieve_s" in trace["timings"]
         assert trace["tokens"] == {"prompt": sum(a["prompt_tokens"] for a in attempts),
+                                   "prompt_cached": sum(a.get("cached_prompt_tokens", 0) for a in attempts),
                                    "generated": sum(a["tokens"] for a in attempts)}
+        assert trace["tokens"]["prompt_cached"] < trace["tokens"]["prompt"] or not trace["tokens"]["prompt"]
         assert trace["tokens"]["prompt"] > 0 or all(a.get("skipped") for a in attempts)
         if reply.knows:  # an answer is given only with a fact behind it
             assert reply.facts and trace["supported"]

@@ -82,6 +82,9 @@ class UIRuntime:
         self._lock = threading.Lock()
         self._answers_done = threading.Condition(self._lock)
         self._answering: dict[int, int] = {}  # answers in progress per generator (by id)
+        # One agent per choice of options for the model loaded (its graph compiled once, its
+        # listed-facts reader built once), not one per question.
+        self._agents: dict[tuple[Any, ...], FactAgent] = {}
         self._progress = progress
         self._owns_web = web is None
         self.web = web if web is not None else open_web(settings, progress=progress)
@@ -108,6 +111,7 @@ class UIRuntime:
         # one small tree per upload, queried as one; an upload costs what it adds, not the KB.
         generator.index = GrowingFactIndex(generator.index, generator.tokenizer, max_facts=MAX_UPLOADED_FACTS)
         self.loaded, self.generator = loaded, generator
+        self._agents = {}
         self.chat = open_chat(settings, loaded)
         self.reranker = Reranker(self.chat)
         self.model_name = name
@@ -173,8 +177,13 @@ class UIRuntime:
         from agent.pipeline import FactAgent
 
         rerank = self.settings.effective_rerank() if options.rerank is None else options.rerank
-        return FactAgent(self.generator, self.web, self.reranker if rerank else None, tree=options.tree,
-                         k=options.k, chat=self.chat, **self.settings.agent_options())
+        key = (id(self.generator), rerank, options.tree, options.k)
+        agent = self._agents.get(key)
+        if agent is None:
+            agent = self._agents[key] = FactAgent(self.generator, self.web, self.reranker if rerank else None,
+                                                  tree=options.tree, k=options.k, chat=self.chat,
+                                                  **self.settings.agent_options())
+        return agent
 
     def stream(self, question: str, options: AskOptions, stop: threading.Event | None = None, *,
                history: list[dict[str, str]] | None = None) -> Iterator[dict[str, Any]]:
@@ -305,6 +314,7 @@ class UIRuntime:
                 self._open_model(name)
             except BaseException:
                 (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings) = previous
+                self._agents = {}
                 raise
             old = previous[1]
             self._answers_done.wait_for(lambda: not self._answering.get(id(old)))  # (releases the lock)

@@ -408,7 +408,8 @@ class FactAgent:
         record.update(answer=answer.answer, text=reply_prefix + answer.text,
                       facts=[*prefix_facts, *(self._fact(f, tree, chain, shift) for f in answer.facts)],
                       truncated=answer.truncated and not cut, tokens=answer.tokens, prompt_tokens=answer.prompt_tokens,
-                      seconds=_since(t))
+                      cached_prompt_tokens=answer.timings.get("cached_prompt_tokens", 0),
+                      prefill_s=answer.timings.get("prefill_s", 0.0), seconds=_since(t))
         if chain is not None:
             record["tree_facts_final"] = len(chain.index.facts)
         verdict = ground(state["question"], answer.answer, [f["text"] for f in record["facts"]])
@@ -563,10 +564,14 @@ class FactAgent:
         grounded = bool(last.get("grounded"))
         # A sentence that says a stated triple is answered by the triple's object.
         answer = ((last.get("grounding") or {}).get("short") or clean_answer(last["answer"])) if grounded else DONT_KNOW
-        timings = {"rewrite_s": 0.0, "hop_s": 0.0, "retrieve_s": 0.0, "rerank_s": 0.0, "evidence_s": 0.0, "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0}
+        # prefill_s: the part of generate_s spent reading the prompts before the first token.
+        timings = {"rewrite_s": 0.0, "hop_s": 0.0, "retrieve_s": 0.0, "rerank_s": 0.0, "evidence_s": 0.0,
+                   "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0, "prefill_s": 0.0}
         for step in steps:
             timings[f"{step['step']}_s"] += step.get("seconds", 0.0)
             timings["tree_build_s"] += step.get("tree_build_s", 0.0)
+            if step["step"] == "generate":
+                timings["prefill_s"] += step.get("prefill_s", 0.0)
         timings = {name: round(value, 4) for name, value in timings.items()}
         timings["total_s"] = round(seconds, 4)
         trace = {
@@ -580,6 +585,7 @@ class FactAgent:
             "subqueries": [q for s in steps if s["step"] == "subquery" for q in s["queries"]],
             "timings": timings,
             "tokens": {"prompt": sum(a.get("prompt_tokens", 0) for a in attempts),
+                       "prompt_cached": sum(a.get("cached_prompt_tokens", 0) for a in attempts),
                        "generated": sum(a.get("tokens", 0) for a in attempts)},
         }
         if not grounded and knows(clean_answer(last.get("answer", ""))):
