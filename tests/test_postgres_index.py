@@ -359,6 +359,24 @@ def test_a_server_that_stops_while_in_use_is_named(pg_dsn):
         pg.close()
 
 
+def test_a_restarted_server_is_reconnected_by_the_next_lookup(pg_dsn):
+    from agent.index.pg_local import LocalPostgres
+
+    mem = token_index(8, n=300)
+    with LocalPostgres() as own:
+        load_fact_index(own.dsn, mem, name="fwtest_restart", block_nodes=4)
+        pg = PostgresFactIndex.open(own.dsn, "fwtest_restart", prefetch_nodes=4)
+        try:
+            expected = sorted(pg.next_tokens(pg.root()))
+            own.restart()  # every connection the pool holds is now broken
+            pg.clear_cache(top=False)
+            assert sorted(pg.next_tokens(pg.root())) == expected
+            fact = mem.facts[7]
+            assert pg.facts[7].text == fact.text
+        finally:
+            pg.close()
+
+
 @pytest.mark.model
 def test_settings_open_the_kb_tree_from_postgres(pg_dsn, demo_pg, smollm, monkeypatch):
     from agent.runtime import open_generator

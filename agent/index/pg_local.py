@@ -78,11 +78,23 @@ class LocalPostgres:
         data = self.folder / "data"
         self._run(str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
                   "--no-sync", "--no-instructions")
+        self._start_server()
+        return self
+
+    def _start_server(self) -> None:
+        assert self.folder is not None
         options = (f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
                    "-c synchronous_commit=off -c full_page_writes=off")
-        self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "server.log"), "-o", options,
-                  "-w", "-t", "60", "start")
-        return self
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-l", str(self.folder / "server.log"),
+                  "-o", options, "-w", "-t", "60", "start")
+
+    def restart(self) -> None:
+        """Restart the server as an operator does (``pg_ctl -m fast``: every client's connection is
+        closed) on the same data and port."""
+        if self.folder is None:
+            raise FactweaveError("the server was never started")
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop")
+        self._start_server()
 
     def stop(self) -> None:
         if self.folder is None:

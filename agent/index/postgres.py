@@ -97,6 +97,10 @@ def describe_dsn(dsn: str) -> str:
     return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or info.get('user') or 'postgres'}"
 
 
+# How long a query asked again after a failed connection waits for a fresh one.
+_RETRY_WAIT_S = 5.0
+
+
 def _unreachable(dsn: str, exc: Exception) -> PostgresUnavailableError:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     reason = first.rsplit("failed: ", 1)[-1].strip()
@@ -561,14 +565,24 @@ class PostgresFactIndex:
         from psycopg_pool import PoolTimeout
 
         self.round_trips += 1
-        try:
-            with self._pool.connection() as conn:
-                return conn.execute(statement, params, binary=True).fetchall()
-        except psycopg.errors.UndefinedTable:
-            raise FactweaveError(f"fact index {self.name!r} at {describe_dsn(self.dsn)} was rebuilt or dropped "
-                                 "since it was opened; open it again") from None
-        except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise _unreachable(self.dsn, exc) from None
+        for attempt in range(2):
+            try:
+                # The second attempt waits less: a restarted server takes new connections at once.
+                with self._pool.connection(timeout=None if attempt == 0 else _RETRY_WAIT_S) as conn:
+                    return conn.execute(statement, params, binary=True).fetchall()
+            except psycopg.errors.UndefinedTable:
+                raise FactweaveError(f"fact index {self.name!r} at {describe_dsn(self.dsn)} was rebuilt or dropped "
+                                     "since it was opened; open it again") from None
+            except psycopg.OperationalError as exc:
+                if attempt == 0:
+                    # The server may have restarted: the connections the pool keeps idle are
+                    # broken too. Drop those and ask once more on a fresh connection.
+                    self._pool.check()
+                    continue
+                raise _unreachable(self.dsn, exc) from None
+            except PoolTimeout as exc:
+                raise _unreachable(self.dsn, exc) from None
+        raise AssertionError("unreachable")
 
     def _decode(self, raw: _Raw) -> _Upper | _Block:
         lo, hi, end, leaf, fact, data = raw
