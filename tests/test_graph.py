@@ -250,6 +250,24 @@ def test_embedded_server_is_shared_by_the_processes_of_one_folder_and_stops_afte
         assert store.done_chunks([CHUNK["id"]]) == {CHUNK["id"]}
 
 
+def test_a_killed_embedded_server_is_started_again_by_the_next_statement(tmp_path):
+    import signal
+
+    folder = tmp_path / "graph"
+    store, server = open_graph(folder, None)
+    with server, store:
+        write_sample(store)
+        killed = json.loads((folder / "server.json").read_text())["pid"]
+        os.kill(killed, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while server.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # The next statement finds the server gone, starts it again on the same data and answers.
+        assert store.stats()["facts"] == 2
+        assert [f["text"] for f in store.facts_by_ids(["f-paris"])] == [FACTS[0]["text"]]
+        assert json.loads((folder / "server.json").read_text())["pid"] != killed
+
+
 def test_open_graph_with_uri_uses_that_server(graph_server, tmp_path):
     store, server = open_graph(tmp_path, graph_server.uri, graph_server.user, graph_server.password)
     with store:

@@ -152,6 +152,7 @@ class EmbeddedGraphServer:
         self._start_timeout = start_timeout
         self._lock_wait = lock_wait
         self._process: subprocess.Popen[str] | None = None
+        self._attached_pid = 0
         self._users: TextIO | None = None
         #: Whether this process uses a server another factweave process started on the folder.
         self.attached = False
@@ -191,6 +192,7 @@ class EmbeddedGraphServer:
         self.bolt_port = int(address["bolt_port"])
         self.uri = f"bolt://127.0.0.1:{self.bolt_port}"
         self.attached = True
+        self._attached_pid = int(address.get("pid") or 0)
         atexit.register(self.stop)
         self._await_bolt(began)
         return True
@@ -282,6 +284,29 @@ class EmbeddedGraphServer:
     @property
     def running(self) -> bool:
         return self.attached or (self._process is not None and self._process.poll() is None)
+
+    def alive(self) -> bool:
+        """Whether the server process (ours, or the one we attached to) still runs."""
+        if self._process is not None:
+            return self._process.poll() is None
+        if self.attached and self._attached_pid:
+            try:
+                os.kill(self._attached_pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                return True
+            return True
+        return False
+
+    def restart(self) -> str:
+        """Start the server again after it stopped (killed, crashed): attach to another
+        process's server on the folder, else spawn one on a new port. Returns its Bolt address."""
+        self.stop(timeout=5.0)
+        self.bolt_port = _free_port()
+        self.uri = f"bolt://127.0.0.1:{self.bolt_port}"
+        self.start()
+        return self.uri
 
     def stop(self, timeout: float = 30.0) -> None:
         """Let go of the server: close the child's stdin (its signal to shut ArcadeDB down once
@@ -416,6 +441,8 @@ def open_graph(
             server.password,
             server.database,
             start_hint=f"the embedded server (data in {server.folder}) stopped; run factweave again",
+            alive=server.alive,
+            restart=server.restart,
         )
         store.verify()
     except BaseException:

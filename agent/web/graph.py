@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Self
 
@@ -214,7 +215,14 @@ def _one_line(text: str, limit: int = 240) -> str:
 
 
 class GraphStore:
-    """Reads and writes the knowledge web through one Bolt driver (Neo4j 5 or ArcadeDB)."""
+    """Reads and writes the knowledge web through one Bolt driver (Neo4j 5 or ArcadeDB).
+
+    ``alive`` and ``restart`` (the embedded server's): before each statement, a server that is
+    no longer running is started again (``restart`` returns its new address) and the store
+    reconnects; a statement that failed to connect because the server died meanwhile runs once
+    more on the restarted one. A server of your own (Neo4j) is never restarted: its failure is
+    one line naming it and how to start it.
+    """
 
     def __init__(
         self,
@@ -226,14 +234,22 @@ class GraphStore:
         start_hint: str = DEFAULT_HINT,
         connection_timeout: float = 10.0,
         retry_seconds: float = 15.0,
+        alive: Callable[[], bool] | None = None,
+        restart: Callable[[], str] | None = None,
     ) -> None:
-        import neo4j
-
         self.uri = uri
         self.user = user
         self.database = database
         self._start_hint = start_hint
         self._schema_ready = False
+        self._password, self._connection_timeout, self._retry_seconds = password, connection_timeout, retry_seconds
+        self._alive, self._restart = alive, restart
+        self._restart_lock = threading.Lock()
+        self._driver = self._connect(uri)
+
+    def _connect(self, uri: str) -> Any:
+        import neo4j
+
         scheme = uri.split("://", 1)[0] if "://" in uri else ""
         if scheme not in _BOLT_SCHEMES:
             # neo4j 6 would also take http:// (its Query API preview), which is not Bolt.
@@ -242,11 +258,11 @@ class GraphStore:
                 "optionally +s or +ssc)"
             )
         try:
-            self._driver = neo4j.GraphDatabase.driver(
+            return neo4j.GraphDatabase.driver(
                 uri,
-                auth=(user, password),
-                connection_timeout=connection_timeout,
-                max_transaction_retry_time=retry_seconds,
+                auth=(self.user, self._password),
+                connection_timeout=self._connection_timeout,
+                max_transaction_retry_time=self._retry_seconds,
             )
         except (ValueError, neo4j.exceptions.DriverError) as exc:
             raise FactweaveError(
@@ -463,15 +479,43 @@ class GraphStore:
             record = tx.run(statement, params).single()
             return int(record[0]) if record is not None else 0
 
-        with self._errors(), self._session() as session:
-            return session.execute_write(work)
+        return self._managed(lambda session: session.execute_write(work))
 
     def _read(self, statement: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         def work(tx: Any) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(statement, params)]
 
-        with self._errors(), self._session() as session:
-            return session.execute_read(work)
+        return self._managed(lambda session: session.execute_read(work))
+
+    def _managed(self, run: Callable[[Any], Any]) -> Any:
+        """``run(session)`` on a running server (see the class docstring)."""
+        self._restart_if_down()
+        try:
+            with self._errors(), self._session() as session:
+                return run(session)
+        except FactweaveError:
+            if not self._restart_if_down():
+                raise
+        with self._errors(), self._session() as session:  # once more, on the restarted server
+            return run(session)
+
+    def _restart_if_down(self) -> bool:
+        """Start the embedded server again when it stopped running; whether it was restarted."""
+        if self._alive is None or self._restart is None or self._alive():
+            return False
+        with self._restart_lock:
+            if self._alive():  # another thread restarted it meanwhile
+                return True
+            log.warning("graph: the server at %s stopped; starting it again", self.uri)
+            try:
+                uri = self._restart()
+            except FactweaveError as exc:
+                raise FactweaveError(f"graph database at {self.uri}: the server stopped and could not be "
+                                     f"started again ({exc})") from None
+            old, self._driver, self.uri = self._driver, self._connect(uri), uri
+            old.close()
+            self._schema_ready = False
+        return True
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
