@@ -232,3 +232,35 @@ def test_constrained_generation_over_a_disk_index_states_only_kb_facts(smollm, t
         for span in a.facts:
             assert span.text in texts and a.text[span.start : span.end] == span.text
     assert sum(len(a.facts) for a in answers) >= 2
+
+
+def test_a_build_killed_midway_leaves_nothing_the_next_build_keeps(smollm, demo_index, cache_dir, tmp_path):
+    """kill -9 during `factweave index build --backend disk`: no index under the real name, and the
+    next build ends with the same facts as an uninterrupted one and no work folder left over."""
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    out = tmp_path / "demo.fwd"
+    command = [sys.executable, "-m", "agent.cli", "index", "build", "--model", "smollm2-135m", "--backend", "disk",
+               "--memory-mb", "16", "--out", str(out)]
+    env = {**os.environ, "FACTWEAVE_CACHE": str(cache_dir), "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen = b""
+    while b"tokenizing" not in seen:  # the build has begun: its work folder exists
+        piece = child.stderr.read1(4096)
+        assert piece, f"the build ended before it could be killed: {seen[-300:]!r}"
+        seen += piece
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(timeout=60) == -signal.SIGKILL
+    child.stderr.close()
+    assert not out.exists() and list(tmp_path.glob("demo.fwd.*"))  # killed with its work folder in place
+
+    again = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert os.listdir(tmp_path) == ["demo.fwd"]  # the killed build's folder was removed too
+    index = load_index(out, smollm.tokenizer)
+    assert len(index) == len(demo_index)
+    assert {index.facts[i].text for i in range(len(index))} == {f.text for f in demo_index.facts}

@@ -56,6 +56,7 @@ from ..knowledge.facts import Fact
 from .cursor import FactCursor
 from .storage import read_json_header
 from .tokens import refuse_other_tokenizer, tokenizer_fingerprint
+from .workdir import WorkDir
 
 MAGIC = b"FWDISK1\n"
 FORMAT_VERSION = 1
@@ -110,7 +111,9 @@ class DiskIndexWriter:
         self.token_rank = np.full(max(len(token_counts), 1), -1, dtype=np.int64)
         self.token_rank[order] = np.arange(len(order))
         self.first_dtype = np.dtype("<u2") if len(token_counts) <= 1 << 16 else np.dtype("<u4")
-        self._dir = Path(tempfile.mkdtemp(prefix=self.path.name + ".", suffix=".parts", dir=self.path.parent))
+        # Removed by abort(); a killed build's is removed by the next build of this path.
+        self._work = WorkDir(self.path, ".parts")
+        self._dir = self._work.path
         self._files = {name: open(self._dir / name, "wb") for name in _SECTIONS if name != "rank_tokens"}
         self.count = 0
         self.nodes = 1
@@ -214,7 +217,7 @@ class DiskIndexWriter:
             }
             # Digests are computed while copying; the header is written last into reserved space.
             reserve = -(-(len(json.dumps(header).encode()) + 200 * len(_SECTIONS) + 4096) // 4096) * 4096
-            fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self._dir)
             try:
                 with os.fdopen(fd, "wb") as out:
                     out.write(b"\0" * reserve)
@@ -247,10 +250,7 @@ class DiskIndexWriter:
         """Remove the part files (the real path is never touched before the rename)."""
         for fh in self._files.values():
             fh.close()
-        for p in self._dir.glob("*"):
-            p.unlink(missing_ok=True)
-        if self._dir.exists():
-            self._dir.rmdir()
+        self._work.remove()
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -702,7 +702,8 @@ def build_disk_index(facts: Iterable[Fact], tokenizer: Any, path: str | Path, *,
     vocab = max(len(tokenizer), max(tokenizer.get_vocab().values()) + 1)
     unit = 2 if vocab < (1 << 16) else 4
     counts = np.zeros(vocab, dtype=np.int64)
-    work = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".sort", dir=path.parent))
+    work_dir = WorkDir(path, ".sort")  # a killed build's runs are removed by the next build
+    work = work_dir.path
     sorter = SequenceSorter(work, memory_bytes=int(memory_mb) << 20, unit=unit)
     given = 0
     try:
@@ -749,9 +750,7 @@ def build_disk_index(facts: Iterable[Fact], tokenizer: Any, path: str | Path, *,
         runs = len(sorter.runs)
     finally:
         sorter.close()
-        for p in work.glob("*"):
-            p.unlink(missing_ok=True)
-        work.rmdir()
+        work_dir.remove()
     return {"path": str(path), "facts_given": given, "facts": writer.count, "nodes": writer.nodes,
             "runs": runs, "bytes": path.stat().st_size}
 
