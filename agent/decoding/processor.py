@@ -55,6 +55,7 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
         self._prompt_len: int | None = None
         self._states: dict[tuple, TraceState] = {}
         self._reported: set[tuple[int, int]] = set()
+        self._rows: list[list[int]] | None = None
 
     def _state(self, item: int, generated: list[int]) -> TraceState:
         key = (item, *generated)
@@ -76,7 +77,8 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
             self._prompt_len = input_ids.shape[1]
             self._states = {}
             self._reported = set()
-        generated = input_ids[:, self._prompt_len :].tolist()
+            self._rows = None
+        generated = self._generated(input_ids)
         rows_per_item = max(1, input_ids.shape[0] // max(1, len(self._initial)))
         states: dict[tuple, TraceState] = {}
         rows: list[TraceState] = []
@@ -103,6 +105,21 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
                     scores[row, _as_index(banned, scores.device)] = float("-inf")
         self._states = states
         return scores
+
+    def _generated(self, input_ids: torch.LongTensor) -> list[list[int]]:
+        """Each row's generated tokens. With one beam a row stays a row from step to step, so only
+        the newest token is read from the device (on a GPU, one small copy per step); beams are
+        reordered between steps, so their rows are read whole."""
+        n = input_ids.shape[1] - self._prompt_len
+        rows = self._rows
+        if (self.num_beams == 1 and rows is not None and len(rows) == input_ids.shape[0]
+                and all(len(row) == n - 1 for row in rows)):
+            for row, token in zip(rows, input_ids[:, -1].tolist()):
+                row.append(token)
+        else:
+            rows = input_ids[:, self._prompt_len :].tolist()
+        self._rows = rows
+        return rows
 
     def _report(self, item: int, state: TraceState) -> None:
         """Hand each fact of ``state`` not reported yet in this call to ``on_fact``."""
