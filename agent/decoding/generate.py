@@ -1,6 +1,7 @@
 """Answering questions with ReFactX: prompt, constrained generation, answer and fact spans."""
 from __future__ import annotations
 
+import logging
 import queue
 import re
 import threading
@@ -22,6 +23,8 @@ from .processor import FactConstrainedLogitsProcessor
 from .spans import CompletedFact, FactSpan, decode_tokens, locate_spans
 from .tracker import FactTracker
 from .vocab import TokenVocab
+
+log = logging.getLogger(__name__)
 
 # A question, or a whole conversation ending with the user's question.
 Prompt = Union[str, Sequence[Mapping[str, str]]]
@@ -162,6 +165,10 @@ class _TokenQueue(BaseStreamer):
     def end(self) -> None:
         self.queue.put(("end", None))
 
+    def restart(self) -> None:
+        """``generate`` starts over (nothing was generated yet): its prompt comes first again."""
+        self._prompt_seen = False
+
 
 @dataclass
 class _Run:
@@ -269,8 +276,7 @@ class FactGenerator:
         """
         run = self._prepare(questions, constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel,
                             stop_items)
-        with torch.inference_mode():
-            out = self.model.generate(**run.inputs, **run.kwargs)
+        out = self._generate(run)
         generated = time.perf_counter()
         return self._finish(run, out[:, run.prompt_len:].tolist(), generated)
 
@@ -310,8 +316,7 @@ class FactGenerator:
 
         def work() -> None:
             try:
-                with torch.inference_mode():
-                    self.model.generate(**run.inputs, **run.kwargs, streamer=streamer)
+                self._generate(run, streamer=streamer)
             except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, raised there
                 failure.append(exc)
                 streamer.queue.put(("end", None))
@@ -349,6 +354,24 @@ class FactGenerator:
         finally:
             cancel.set()
             worker.join()
+
+    def _generate(self, run: _Run, **extra: Any) -> torch.Tensor:
+        """``generate`` for ``run``; a model that cannot continue from the cached prompt start
+        (an unusual cache layout) is asked again with the whole prompt, and not cached again."""
+        try:
+            with torch.inference_mode():
+                return self.model.generate(**run.inputs, **run.kwargs, **extra)
+        except Exception:
+            if "past_key_values" not in run.kwargs or run.clock.at is not None:
+                raise  # failed for another reason, or after the prompt was read
+            log.warning("this model cannot reuse the cached prompt start; prefilling whole prompts from now on")
+            self.prefix_cache = None
+            run.kwargs.pop("past_key_values")
+            run.cached_tokens = 0
+            if isinstance(extra.get("streamer"), _TokenQueue):
+                extra["streamer"].restart()
+            with torch.inference_mode():
+                return self.model.generate(**run.inputs, **run.kwargs, **extra)
 
     def _prepare(self, questions: Sequence[Prompt], constrained: bool, beams: int | None,
                  max_new_tokens: int | None, index: Any | None, on_fact: OnFact | None = None,
