@@ -6,7 +6,7 @@ import json
 import pytest
 
 from agent.pipeline import FactAgent
-from agent.pipeline.grounding import clean_answer, ground
+from agent.pipeline.grounding import ground
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
 from agent.knowledge.loaders import load_facts
 from agent.web.decompose import SentenceDecomposer
