@@ -138,20 +138,27 @@ def test_a_bad_file_gets_a_clear_message_and_changes_nothing(browser, ui_url, ui
     page.close()
 
 
-def test_two_sessions_asking_at_once_both_get_their_answers(browser, ui_url):
-    questions = ["Where was Mira Quell born?", "Who founded Zorblax Station?"]
-    contexts = [browser.new_context() for _ in questions]  # two sessions: separate cookies and state
+def test_four_sessions_asking_at_once_each_get_their_own_right_answer(browser, ui_url):
+    """Four browser sessions ask at once (two answer together, two wait their turn in the queue):
+    each gets the right answer to its own question, from a stated fact, and sees only its chat."""
+    asked = {"Where did Dorothy Ann Thrupp die?": "London",  # golden questions (tests/test_golden.py)
+             "What is the native language of Devina Hermawan?": "Indonesian",
+             "What is the occupation of Amal Ayouch?": "pharmacist",
+             "What is the genre of Cellulite Soul?": "alternative rock"}
+    contexts = [browser.new_context() for _ in asked]  # four sessions: separate cookies and state
     pages = [c.new_page() for c in contexts]
     for page in pages:
         page.goto(ui_url)
-    for page, question in zip(pages, questions):
+    for page, question in zip(pages, asked):
         _ask(page, question)
-    traces = [_wait_answer(page, question) for page, question in zip(pages, questions)]
-    for page, question, trace in zip(pages, questions, traces):
+    traces = [_wait_answer(page, question) for page, question in zip(pages, asked)]
+    for page, (question, expected), trace in zip(pages, asked.items(), traces):
         assert trace["question"] == question
+        assert expected.casefold() in trace["answer"].casefold(), (question, trace["answer"])
+        assert trace["grounded"] and any(expected.casefold() in f["text"].casefold() for f in trace["facts"]), (question, trace["facts"])
         chat = page.text_content("#fw-chat .message-wrap")
         assert question in chat and f"Answer: {trace['answer']}" in chat
-        assert [q for q in questions if q != question][0] not in chat  # no session sees the other's chat
+        assert not [q for q in asked if q != question and q in chat]  # no session sees another's chat
     for c in contexts:
         c.close()
 
