@@ -6,6 +6,7 @@ import gzip
 import json
 import re
 from html import unescape
+from pathlib import Path
 
 import pytest
 
@@ -348,3 +349,69 @@ def test_two_answers_run_at_once(ui_runtime):
         assert second_events and second_events[-1]["event"] == "answer"
     finally:
         first.close()
+
+
+# Run in a child process: the UI's runtime on a web folder, an upload, and kill -9 of itself just
+# after the upload's web writes (graph and vectors), before facts.jsonl and the fact index.
+_KILLED_UPLOAD = """
+import os, signal, sys
+from pathlib import Path
+from agent.settings import load_settings
+from ui.runtime import UIRuntime
+
+runtime = UIRuntime(load_settings(model="smollm2-135m", web=sys.argv[1], max_tokens=64), progress=False)
+runtime._save_uploaded = lambda facts: os.kill(os.getpid(), signal.SIGKILL)
+runtime.add_files([Path(p) for p in sys.argv[2:]])
+print("the upload was not killed")
+"""
+
+
+@pytest.mark.model
+def test_an_upload_killed_mid_way_is_completed_by_the_next_start_to_the_counts_of_an_uninterrupted_one(
+        smollm, cache_dir, embedder, tmp_path):
+    """kill -9 of the UI process between an upload's web writes and its fact index: the next start
+    adds what was missing, and the web, facts and index count what an uninterrupted upload gives."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    from agent.knowledge.facts import Fact
+    from agent.settings import load_settings
+    from agent.web.web import KnowledgeWeb
+    from ui.runtime import UIRuntime
+
+    triples = tmp_path / "docks.tsv"
+    triples.write_text("Quillon Dock\tbuilt by\tAsha Merrow\nQuillon Dock\tlocated in\tVelmora\n")
+    doc = tmp_path / "quay.md"
+    doc.write_text("# Velmora Quay\n\nVelmora Quay was paved in 1903. Its harbour master was Ilse Varga.\n")
+
+    def new_web(name: str) -> str:
+        with KnowledgeWeb.open(tmp_path / name, embedder=embedder) as web:
+            web.add_triples([Fact("Velmora", "mayor", "Odile Fenn")], source="velmora.tsv", progress=False)
+        return str(tmp_path / name)
+
+    def counts(folder: str) -> dict:
+        settings = load_settings(model="smollm2-135m", web=folder, cache=cache_dir, max_tokens=64)
+        with UIRuntime(settings, loaded=smollm, progress=False) as runtime:
+            if not (runtime.uploads_dir / "pending").exists() and not runtime.uploaded_facts():
+                runtime.add_files([triples, doc])  # the uninterrupted upload
+            found = [h.text for h in runtime.web.search("Who was the harbour master of Velmora Quay?", 5).hits]
+            return {**runtime.counts(), "web": None, "found": any("Ilse Varga" in text for text in found),
+                    "pending": (runtime.uploads_dir / "pending").exists()}
+
+    killed = new_web("killed")
+    env = {**os.environ, "FACTWEAVE_CACHE": str(cache_dir)}
+    child = subprocess.run([sys.executable, "-c", _KILLED_UPLOAD, killed, str(triples), str(doc)], env=env,
+                           cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    assert child.returncode == -9, (child.returncode, child.stdout, child.stderr[-2000:])
+    pending = Path(killed) / "uploads" / "pending"
+    assert pending.is_dir() and not (Path(killed) / "uploads" / "facts.jsonl").exists()  # killed mid-way
+
+    resumed = counts(killed)  # the next start completes the upload
+    assert not resumed["pending"] and resumed["found"]
+    uninterrupted = counts(new_web("whole"))
+    assert resumed == uninterrupted
+    assert resumed["uploaded_facts"] == 4 and resumed["documents"] == 1, resumed
+    assert counts(killed) == resumed  # another start adds nothing
