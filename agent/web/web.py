@@ -9,9 +9,13 @@ A web lives in a folder::
     decompositions.jsonl   every chunk's atomic facts, so a build never decomposes a chunk twice
 
 Building is incremental and idempotent: ids are content hashes, the graph is written with MERGE,
-and a chunk is marked done in the same transaction as its facts. Per batch of chunks, vectors are
-written (and flushed) before the graph, so an interruption at any point leaves chunks that are
-either done with all their vectors present, or not done and redone by the next build.
+and a chunk is marked done in the same transaction as its facts. Vectors are made durable before
+the graph rows that need them, once per checkpoint (after the first batch, then every
+``CHECKPOINT_S`` seconds or ``CHECKPOINT_FACTS`` facts, and at the end): the batches' vectors are
+flushed, then their graph rows written. Flushing per batch rewrote the whole vector index each
+time, which grows with the web. An interruption at any point leaves chunks (and triples) either
+in the graph with all their vectors present, or not in it and redone by the next build; at most
+one checkpoint's work is lost.
 """
 from __future__ import annotations
 
@@ -48,6 +52,9 @@ DEFAULT_SEARCH = "graph"
 #: The most facts the keyword route scores for one question (those linked to most of its keywords
 #: first): a common keyword in a large web must not fetch every fact and vector it links to.
 KEYWORD_CANDIDATES = 1000
+#: How much building work a kill may lose (see the module docstring).
+CHECKPOINT_S = 30.0
+CHECKPOINT_FACTS = 50_000
 
 
 @dataclass
@@ -109,6 +116,7 @@ class KnowledgeWeb:
         self.fact_vectors = fact_vectors
         self._server = server
         self.cache = DecompositionCache(folder / "decompositions.jsonl")
+        self._staged = _Staged()
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -224,7 +232,16 @@ class KnowledgeWeb:
             fcntl.flock(handle, fcntl.LOCK_EX)
             for vectors in (self.keyword_vectors, self.fact_vectors):
                 vectors.refresh()
-            yield
+            self._staged = _Staged()
+            try:
+                yield
+            except BaseException:
+                try:  # keep the batches done before the failure (the error that stopped it is raised)
+                    self._checkpoint()
+                except Exception:  # noqa: BLE001, S110 - e.g. the graph server is down: redone by the next build
+                    pass
+                raise
+            self._checkpoint()
 
     def add_documents(self, documents: Iterable[Document], decomposer: Decomposer, *,
                       batch_chunks: int = 32, progress: bool = True) -> BuildReport:
@@ -268,18 +285,20 @@ class KnowledgeWeb:
                 all_facts = [f for _, _, facts, _ in rows for f in facts]
                 all_links = [link for *_, links in rows for link in links]
                 report.keywords_new += self._store_vectors(all_facts, all_links)
-                for doc, chunk, facts, links in rows:
-                    self.graph.write_chunk(
-                        {"id": doc.id, "title": doc.title, "source": doc.source},
-                        {"id": chunk.id, "doc_id": doc.id, "index": chunk.index,
-                         "start": chunk.start, "end": chunk.end},
-                        facts, links,
-                    )
-                    report.facts += len(facts)
+                self._stage(len(all_facts), lambda rows=rows: self._write_chunks(rows))
+                report.facts += len(all_facts)
         finally:
             bar.close()
         report.seconds = round(time.perf_counter() - started, 3)
         return report
+
+    def _write_chunks(self, rows: list[tuple[Document, Chunk, list[dict], list[dict]]]) -> None:
+        for doc, chunk, facts, links in rows:
+            self.graph.write_chunk(
+                {"id": doc.id, "title": doc.title, "source": doc.source},
+                {"id": chunk.id, "doc_id": doc.id, "index": chunk.index, "start": chunk.start, "end": chunk.end},
+                facts, links,
+            )
 
     def add_triples(self, triples: Iterable[Fact], *, source: str = "triples", batch: int = 500,
                     progress: bool = True) -> BuildReport:
@@ -298,7 +317,7 @@ class KnowledgeWeb:
             ids = {stable_id("triple", t.text) for t in pending}
             # A fact in the graph was written with its links and after its vectors: adding it
             # again would change nothing, so it is not embedded again either.
-            seen: set[str] = {row["id"] for row in self.graph.facts_by_ids(list(ids))}
+            seen: set[str] = {row["id"] for row in self.graph.facts_by_ids(list(ids))} | (ids & self._staged.ids)
             report.facts_skipped += len(seen)
             for t in pending:
                 fid = stable_id("triple", t.text)
@@ -311,7 +330,8 @@ class KnowledgeWeb:
                              for kw in triple_keywords(t.subject, t.object))
             if facts:
                 report.keywords_new += self._store_vectors(facts, links)
-                self.graph.write_triples(facts, links, source)
+                self._staged.ids.update(f["id"] for f in facts)
+                self._stage(len(facts), lambda: self.graph.write_triples(facts, links, source))
             report.facts += len(facts)
             bar.update(len(pending))
             pending.clear()
@@ -329,7 +349,8 @@ class KnowledgeWeb:
         return report
 
     def _store_vectors(self, facts: list[dict], links: list[dict]) -> int:
-        """Embed and store facts and the keywords not stored yet; return how many keywords were new."""
+        """Embed facts and the keywords not stored yet into the vector indexes (flushed at the
+        next checkpoint); return how many keywords were new."""
         names = {link["keyword_id"]: link["name"] for link in links}
         have = self.keyword_vectors.fetch(list(names)) if names else {}
         new = [(kid, name) for kid, name in names.items() if kid not in have]
@@ -337,13 +358,31 @@ class KnowledgeWeb:
             vectors = self.embedder.encode([name for _, name in new])
             self.keyword_vectors.upsert([kid for kid, _ in new], vectors,
                                         [{"name": name} for _, name in new])
-            self.keyword_vectors.flush()
         if facts:
             vectors = self.embedder.encode([f["text"] for f in facts])
             self.fact_vectors.upsert([f["id"] for f in facts], vectors,
                                      [{"kind": f["kind"]} for f in facts])
-            self.fact_vectors.flush()
         return len(new)
+
+    def _stage(self, facts: int, write: Any) -> None:
+        """Queue a batch's graph write (its vectors are stored); checkpoint when one is due."""
+        staged = self._staged
+        staged.writes.append(write)
+        staged.facts += facts
+        if (not staged.checkpoints or staged.facts >= CHECKPOINT_FACTS
+                or time.monotonic() - staged.since >= CHECKPOINT_S):
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """Flush the vectors, then write the graph rows that need them (see the module docstring)."""
+        staged = self._staged
+        self.keyword_vectors.flush()
+        self.fact_vectors.flush()
+        while staged.writes:
+            staged.writes[0]()
+            staged.writes.pop(0)
+        staged.ids.clear()
+        staged.facts, staged.since, staged.checkpoints = 0, time.monotonic(), staged.checkpoints + 1
 
     # --- searching -----------------------------------------------------------------------------
 
@@ -456,6 +495,17 @@ class KnowledgeWeb:
         counts["fact_vectors"] = self.fact_vectors.count()
         counts["decomposed_chunks_cached"] = len(self.cache)
         return counts
+
+
+@dataclass
+class _Staged:
+    """Batches whose vectors are stored but not yet flushed, with their graph writes."""
+
+    writes: list[Any] = field(default_factory=list)
+    ids: set[str] = field(default_factory=set)
+    facts: int = 0
+    since: float = field(default_factory=time.monotonic)
+    checkpoints: int = 0
 
 
 def _as_fact(row: dict[str, Any]) -> Fact:
