@@ -25,3 +25,11 @@ class IndexMismatchError(FactweaveError):
 
 class ModelError(FactweaveError):
     """A model that cannot be found, assembled, verified or loaded."""
+
+
+def first_validation_error(errors: list[dict], *, skip: tuple[str, ...] = ()) -> tuple[str, str]:
+    """Where (the dotted location, parts in ``skip`` left out) and what of the first of a pydantic
+    ``ValidationError``'s ``errors()``: the parts of a one-line message."""
+    first = errors[0] if errors else {}
+    where = ".".join(str(part) for part in first.get("loc", ()) if part not in skip)
+    return where, str(first.get("msg", "invalid"))

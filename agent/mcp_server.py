@@ -46,10 +46,10 @@ from string import Template
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import click
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from .cli_options import agent_options
-from .errors import FactweaveError
+from .errors import FactweaveError, first_validation_error
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -228,7 +228,20 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
                 tasks.cancel_scope.cancel()
                 slot.close()
 
-    server = MCPServer(SERVER_NAME, title="factweave: answers built from facts that exist",
+    class Server(MCPServer):
+        """Arguments that do not match a tool's schema are one line naming the argument (the
+        SDK sends pydantic's several lines)."""
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if not isinstance(exc.__cause__, ValidationError):
+                    raise
+                where, what = first_validation_error(exc.__cause__.errors())
+                raise ToolError(f"{name}: argument {where}: {what}") from None
+
+    server = Server(SERVER_NAME, title="factweave: answers built from facts that exist",
                        instructions=read_prompt("mcp/instructions.txt"), version=_version(),
                        lifespan=lifespan, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
-from .errors import FactweaveError
+from .errors import FactweaveError, first_validation_error
 
 ENV_PREFIX = "FACTWEAVE_"
 # Chosen by measurement on the demo KB (README, "Evaluation", decoding only): the best accuracy per second
@@ -202,10 +202,9 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
     try:
         return Settings(**{name: value for name, value in overrides.items() if value is not None})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "settings"
+        where, what = first_validation_error(exc.errors())
         origin = f" (file {path})" if path else ""
-        raise FactweaveError(f"setting {where}: {first.get('msg', 'invalid')}{origin}") from None
+        raise FactweaveError(f"setting {where or 'settings'}: {what}{origin}") from None
     except (OSError, ValueError) as exc:  # an unreadable or malformed TOML file
         raise FactweaveError(f"configuration file {path}: {exc}") from None
     finally:

@@ -161,6 +161,9 @@ def test_bad_arguments_are_tool_errors_of_one_line(session):
         ("search_facts", {"query": "Zorblax", "k": 0}, "k must be between 1 and 100, not 0"),
         ("search_facts", {"query": "Zorblax", "k": 101}, "k must be between 1 and 100, not 101"),
         ("search_facts", {"query": ""}, "the query is empty"),
+        ("ask", {"question": "And where?", "conversation": [{"role": "robot", "content": "hi"}]}, "conversation"),
+        ("ask", {"question": "And where?", "conversation": "Laurie Graff"}, "ask: argument conversation:"),
+        ("ask", {"include_trace": True}, "ask: argument question: Field required"),
     ]:
         message = _error_text(session.call(tool, arguments))
         assert expected in message and "\n" not in message, message

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from agent.errors import FactweaveError
+from agent.errors import FactweaveError, first_validation_error
 
 from . import wire
 from .limits import RequestGate, ServerLimits, read_body
@@ -70,9 +70,7 @@ def create_app(models: Any, api_key: str | None = None, *, limits: ServerLimits 
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        what = first.get("msg", "invalid request")
+        where, what = first_validation_error(exc.errors(), skip=("body",))
         return JSONResponse(wire.error_body(f"{where}: {what}" if where else what, "invalid_request_error",
                                             param=where or None), status_code=400)
 
