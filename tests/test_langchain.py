@@ -19,7 +19,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, ValidationError
 
 from agent.errors import FactweaveError
-from agent_fixtures import FOLLOW_UP, NEEDS_REWRITING, rewrite_step
+from agent_fixtures import FOLLOW_UP, rewrite_step
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
 from agent.lc import ChatFactweave, FactAgentRunnable, FactweaveQuestion, FactweaveTool, KnowledgeWebRetriever
 

@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 from conftest import REPO
-from agent_fixtures import FOLLOW_UP, NEEDS_REWRITING, rewrite_step
+from agent_fixtures import FOLLOW_UP, rewrite_step
 from llm_fixtures import ScriptedChat
 from openai import OpenAI
 

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from agent_fixtures import FOLLOW_UP, NEEDS_REWRITING
+from agent_fixtures import FOLLOW_UP
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.model, pytest.mark.browser]

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.errors import FactweaveError
+from agent.files import replacing
 from agent.knowledge.facts import Fact
 
 from agent.index.union import GrowingFactIndex
@@ -146,13 +147,11 @@ class UIRuntime:
     def _save_uploaded(self, facts: list[Fact]) -> None:
         self.uploads_dir.mkdir(parents=True, exist_ok=True)
         path = self.uploads_dir / "facts.jsonl"
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with tmp.open("w", encoding="utf-8") as f:
+        with replacing(path) as f:
             for fact in facts:
                 row = ({"statement": fact.statement} if fact.statement else
                        {"subject": fact.subject, "predicate": fact.predicate, "object": fact.object})
                 f.write(json.dumps({**row, "source": fact.source}, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
 
     def _extend_index(self, facts: list[Fact]) -> int:
         """Add ``facts`` to the overlay (those it holds already are skipped); how many were added."""

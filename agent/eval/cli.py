@@ -167,9 +167,9 @@ def eval_compare(runs, metrics, out) -> None:
     click.echo(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
+        from ..files import write_text
+
+        write_text(out, text)
 
 
 @eval_group.command("musique", short_help="MuSiQue multi-hop questions over their corpus.")

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..files import write_json
 from .datasets import dataset_documents, knowledge_files, popqa_triples
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ def dataset_web(dataset: str, path: Path, settings: Settings, *, split: str = "d
             if dataset == "popqa":
                 reports["triples"] = web.add_triples(popqa_triples(path), source="popqa gold triples",
                                                      progress=progress).as_dict()
-        _write_json_atomic(folder / _DONE, {"dataset": dataset, "data": str(path), "split": split,
+        write_json(folder / _DONE, {"dataset": dataset, "data": str(path), "split": split,
                                              "reports": reports, "stats": web.stats()})
     except BaseException:
         web.close()
@@ -149,9 +149,3 @@ def web_fact_index(web: KnowledgeWeb, tokenizer: Any, *, model_name: str = "", p
     index = FactIndex.build(web.facts(), tokenizer, progress=progress)
     save_index(index, path, meta={"model": model_name, "web": str(web.folder)})
     return index
-
-
-def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)

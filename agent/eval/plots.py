@@ -53,10 +53,13 @@ def stratum_scores(result: MethodResult) -> dict[str, float]:
 def _save(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    tmp.replace(path)
+    from ..files import replacing
+
+    try:
+        with replacing(path, binary=True) as out:
+            fig.savefig(out, format="png", dpi=110, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return path
 
 

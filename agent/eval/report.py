@@ -25,7 +25,6 @@ Example::
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import write_text
 from .datasets import natural_key
 from .plots import stratum_f1, stratum_scores, write_plots
 from .run import MethodResult
@@ -172,16 +172,6 @@ class EvalReport:
         json_path, md_path = self.paths(out_dir)
         if self.results:
             self.figures = [p.name for p in write_plots(self, out_dir, stem)]
-        _write_atomic(json_path, json.dumps(self.as_dict(), ensure_ascii=False, indent=1) + "\n")
-        _write_atomic(md_path, self.markdown())
+        write_text(json_path, json.dumps(self.as_dict(), ensure_ascii=False, indent=1) + "\n")
+        write_text(md_path, self.markdown())
         return json_path, md_path
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

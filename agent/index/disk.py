@@ -42,9 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -52,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FactweaveError
+from ..files import replacing
 from ..knowledge.facts import Fact
 from .cursor import FactCursor
 from .storage import read_json_header
@@ -217,31 +216,24 @@ class DiskIndexWriter:
             }
             # Digests are computed while copying; the header is written last into reserved space.
             reserve = -(-(len(json.dumps(header).encode()) + 200 * len(_SECTIONS) + 4096) // 4096) * 4096
-            fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self._dir)
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(b"\0" * reserve)
-                    for name in _SECTIONS:
-                        out.write(b"\0" * (reserve + sections[name]["offset"] - out.tell()))
-                        digest = hashlib.blake2b(digest_size=16)
-                        with open(self._dir / name, "rb") as src:
-                            while chunk := src.read(8 << 20):
-                                digest.update(chunk)
-                                out.write(chunk)
-                        sections[name]["blake2b"] = digest.hexdigest()
-                    header["data_start"] = reserve
-                    header["file_bytes"] = out.tell()
-                    head = json.dumps(header, ensure_ascii=False).encode("utf-8")
-                    if len(MAGIC) + 8 + len(head) > reserve:
-                        raise FactweaveError("disk index header does not fit its reserved space")
-                    out.seek(0)
-                    out.write(MAGIC + len(head).to_bytes(8, "little") + head)
-                    out.flush()
-                    os.fsync(out.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            # Written inside the parts folder: a kill leaves nothing beside the index.
+            with replacing(self.path, binary=True, prefix=self.path.name + ".", folder=self._dir) as out:
+                out.write(b"\0" * reserve)
+                for name in _SECTIONS:
+                    out.write(b"\0" * (reserve + sections[name]["offset"] - out.tell()))
+                    digest = hashlib.blake2b(digest_size=16)
+                    with open(self._dir / name, "rb") as src:
+                        while chunk := src.read(8 << 20):
+                            digest.update(chunk)
+                            out.write(chunk)
+                    sections[name]["blake2b"] = digest.hexdigest()
+                header["data_start"] = reserve
+                header["file_bytes"] = out.tell()
+                head = json.dumps(header, ensure_ascii=False).encode("utf-8")
+                if len(MAGIC) + 8 + len(head) > reserve:
+                    raise FactweaveError("disk index header does not fit its reserved space")
+                out.seek(0)
+                out.write(MAGIC + len(head).to_bytes(8, "little") + head)
         finally:
             self.abort()
         return self.path

@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import FactweaveError, IndexMismatchError
+from ..files import replacing
 from .table import FactTable
 from .tokens import refuse_other_tokenizer
 from .trie import TREE_ARRAYS, FactIndex
@@ -56,23 +56,15 @@ def save_index(index: FactIndex, path: str | Path, *, meta: dict[str, Any] | Non
     }
     head = json.dumps(header, ensure_ascii=False).encode("utf-8")
     start = -(-(len(MAGIC) + 8 + len(head)) // _ALIGN) * _ALIGN
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(MAGIC)
-            out.write(len(head).to_bytes(8, "little"))
-            out.write(head)
-            out.write(b"\0" * (start - out.tell()))
-            for name, arr in arrays.items():
-                pos = start + entries[name]["offset"]
-                out.write(b"\0" * (pos - out.tell()))
-                out.write(np.ascontiguousarray(arr).tobytes())
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replacing(path, binary=True, prefix=path.name + ".") as out:
+        out.write(MAGIC)
+        out.write(len(head).to_bytes(8, "little"))
+        out.write(head)
+        out.write(b"\0" * (start - out.tell()))
+        for name, arr in arrays.items():
+            pos = start + entries[name]["offset"]
+            out.write(b"\0" * (pos - out.tell()))
+            out.write(np.ascontiguousarray(arr).tobytes())
     return path
 
 

@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from ..decoding import FactGenerator
     from ..llm.client import ChatClient
     from ..rerank import Reranker
-    from ..web.retrieval import FactHit
     from ..web.web import KnowledgeWeb
 
 TREE_MODES = ("kb", "question", "both", "kb-first")

@@ -555,9 +555,11 @@ def _serve(folder: Path, bolt_port: int, http_port: int, heap: str, lock_wait: f
 
 
 def _write_address(path: Path, address: dict) -> None:
+    # (Runs in the server's child process, started as a script: no package imports, so not
+    # agent.files; the same write-aside-then-rename by hand.)
     import json
 
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(address), encoding="utf-8")
     os.replace(tmp, path)
 

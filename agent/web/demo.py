@@ -7,10 +7,10 @@ two CPU cores, almost all of it embedding), resumable like any web build.
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..files import write_json
 
 if TYPE_CHECKING:
     from .web import KnowledgeWeb
@@ -39,7 +39,5 @@ def build_demo_web(web: KnowledgeWeb, *, progress: bool = True) -> dict[str, Any
                                    source="demo KB", progress=progress).as_dict(),
     }
     done = web.folder / _DONE
-    tmp = done.with_name(f".{done.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"corpus": DEMO_CORPUS.name, "kb_splits": list(DEMO_SPLITS)}) + "\n")
-    os.replace(tmp, done)
+    write_json(done, {"corpus": DEMO_CORPUS.name, "kb_splits": list(DEMO_SPLITS)}, indent=None)
     return reports

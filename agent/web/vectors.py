@@ -43,7 +43,6 @@ import inspect
 import json
 import logging
 import math
-import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from agent.errors import FactweaveError, IndexMismatchError
+from agent.files import fsync_file, fsync_folder, replacing
 
 log = logging.getLogger(__name__)
 
@@ -282,27 +282,10 @@ def matches_filter(metadata: Mapping[str, Any], flt: Mapping[str, Any] | None) -
 _MANIFEST = "manifest.json"
 _FORMAT = "factweave-vectors"
 _VERSION = 1
-_TMP = ".tmp"
 
 
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())[:300] or type(error).__name__
-
-
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
-
-
-def _fsync_folder(path: Path) -> None:
-    # A rename is durable only once the folder entry is on disk (POSIX); not possible on Windows.
-    if os.name != "posix":
-        return
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -316,13 +299,10 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 
 def _write_json_aside(path: Path, payload: Any) -> None:
-    """Write to ``path`` + .tmp, fsync, rename: readers see the old file or the new, never half."""
-    tmp = path.with_name(path.name + _TMP)
-    with open(tmp, "w", encoding="utf-8") as handle:
+    """Replace ``path`` all or nothing; the temporary file's name starts with the target's, so a
+    leftover one is swept with the stale files (:meth:`LocalVectorIndex._remove_stale_files`)."""
+    with replacing(path, prefix=f"{path.name}.") as handle:
         json.dump(payload, handle, ensure_ascii=False, separators=(",", ":"))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 class LocalVectorIndex:
@@ -465,7 +445,7 @@ class LocalVectorIndex:
             records_name = f"records.{generation}.json"
             if len(self._graph):
                 self._graph.save(str(self.folder / graph_name))
-                _fsync_file(self.folder / graph_name)
+                fsync_file(self.folder / graph_name)
             keys = sorted(self._ids)
             records = {"ids": [self._ids[key] for key in keys], "keys": keys,
                        "metadata": [self._metadata[key] for key in keys]}
@@ -475,7 +455,7 @@ class LocalVectorIndex:
                         "generation": generation, "next_key": self._next_key, "count": len(keys),
                         "graph": graph_name, "records": records_name}
             _write_json_aside(self.folder / _MANIFEST, manifest)  # the commit point
-            _fsync_folder(self.folder)
+            fsync_folder(self.folder)
             self._seen = _stamp(self.folder / _MANIFEST)
             self._generation = generation
             self._dirty = False

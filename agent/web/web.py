@@ -32,6 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..errors import FactweaveError
+from ..files import write_json
 from ..knowledge.facts import Fact
 from .decompose import Decomposer, DecompositionCache, decompose_cached
 from .documents import Chunk, Document, chunk_document, stable_id
@@ -86,12 +87,6 @@ class BuildReport:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def _write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class KnowledgeWeb:
@@ -181,7 +176,7 @@ class KnowledgeWeb:
             if server is not None:
                 server.stop()
             raise
-        _write_json_atomic(config_path, asdict(settings))
+        write_json(config_path, asdict(settings), indent=2)
         return cls(folder, settings, embedder, graph, keyword_vectors, fact_vectors, server)
 
     @staticmethod
