@@ -70,7 +70,7 @@ class HashingEmbedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         for i, text in enumerate(texts):
-            for word in _WORD.findall(text.casefold()):
+            for word in _WORD.findall(text.casefold()) or [text]:  # a name of symbols only ("+"): itself
                 out[i] += _word_vector(word)
             norm = float(np.linalg.norm(out[i]))
             if norm:
@@ -153,7 +153,7 @@ def main() -> None:
             asked = [(f"What is the {f.predicate} of {f.subject}?", f.text)
                      for f in rng.sample(real_facts, min(args.questions, len(real_facts)))]
             web.search(asked[0][0], k=10)  # warm the caches once
-            row = {"facts": size, "added": added, "build_s": round(build_s, 1),
+            row = {"facts": size, "facts_in_web": web.stats().get("facts"), "added": added, "build_s": round(build_s, 1),
                    "build_facts_per_s": round(added / build_s), "report": report.as_dict(),
                    "stats": web.stats(), "graph": measure_search(web, asked, "graph"),
                    "keywords": measure_search(web, asked, "keywords"), "load_before": load_before,
