@@ -266,7 +266,7 @@ class FactweaveLocalBackend(Backend):
     name = "factweave-local"
 
     def build(self, keys, vectors):
-        from agent.web.vectors import LocalVectorIndex
+        from agent.web.local_vectors import LocalVectorIndex
 
         self.folder = Path(tempfile.mkdtemp(prefix="factweave-local-bench-"))
         self.index = LocalVectorIndex(self.folder / "v", vectors.shape[1], "bench")
@@ -277,7 +277,7 @@ class FactweaveLocalBackend(Backend):
         shutil.copytree(self.folder / "v", folder / "v")
 
     def load(self, folder, dim):
-        from agent.web.vectors import LocalVectorIndex
+        from agent.web.local_vectors import LocalVectorIndex
 
         self.index = LocalVectorIndex(folder / "v", dim, "bench")
 

@@ -14,7 +14,7 @@ Request and response bodies follow the shapes the SDK (v10) sends and validates:
 keys (``topK``, ``includeMetadata``, ``upsertedCount``, ``vectorCount``...), errors as
 ``{"error": {"code", "message"}, "status"}``. Every request must carry the ``Api-Key``
 header. Namespaces and Pinecone's metadata filter operators are supported (the filter is
-evaluated by :func:`agent.web.vectors.matches_filter`, the same semantics as the local index).
+evaluated by :func:`agent.web.vector_filters.matches_filter`, the same semantics as the local index).
 
 :meth:`PineconeTestServer.fail_next` makes the next N requests fail with 429 or 503, to test
 retries; :attr:`PineconeTestServer.requests` records ``(method, path)`` of every request.
@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import numpy as np
 
 from agent.errors import FactweaveError
-from agent.web.vectors import check_filter, matches_filter
+from agent.web.vector_filters import check_filter, matches_filter
 
 _REASONS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND",
             429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}

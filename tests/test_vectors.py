@@ -16,13 +16,10 @@ import numpy as np
 import pytest
 
 from agent.errors import FactweaveError, IndexMismatchError
+from agent.web.local_vectors import LocalVectorIndex
 from agent.web.pinecone_index import PineconeVectorIndex
-from agent.web.vectors import (
-    LocalVectorIndex,
-    VectorIndex,
-    matches_filter,
-    open_vector_index,
-)
+from agent.web.vector_filters import matches_filter
+from agent.web.vectors import VectorIndex, open_vector_index
 
 REPO = Path(__file__).resolve().parents[1]
 DIM = 8
@@ -303,7 +300,7 @@ def test_local_flush_interrupted_before_commit_keeps_the_last_state(tmp_path):
         index.upsert(["kept"], axis(0)[None, :], [{"v": 1}])
     script = textwrap.dedent(f"""
         import os, numpy as np
-        from agent.web.vectors import LocalVectorIndex
+        from agent.web.local_vectors import LocalVectorIndex
         index = LocalVectorIndex({str(folder)!r}, {DIM}, "test:8")
         index.upsert(["lost"], np.eye({DIM}, dtype=np.float32)[1:2])
         index.upsert(["kept"], np.eye({DIM}, dtype=np.float32)[2:3], [{{"v": 2}}])

@@ -30,14 +30,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from agent.errors import FactweaveError, IndexMismatchError
-from agent.web.vectors import (
-    VectorHit,
-    check_filter,
-    check_ids,
-    check_k,
-    check_matrix,
-    check_upsert,
-)
+from agent.web.vector_checks import check_ids, check_k, check_matrix, check_upsert
+from agent.web.vector_filters import check_filter
+from agent.web.vectors import VectorHit
 
 log = logging.getLogger(__name__)
 
