@@ -2,9 +2,13 @@
 errors for a scanned or corrupt file. The files are made here (fpdf2, python-docx, a string)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import zipfile
 
 import pytest
+from conftest import REPO
 
 from agent.errors import FactweaveError, InputError
 from agent.web.decompose import SentenceDecomposer
@@ -174,6 +178,18 @@ def test_corrupt_file_is_one_line_naming_it(tmp_path, name, content, kind):
     message = str(error.value)
     assert message.startswith(f"{path}: ") and "\n" not in message
     assert f"not a readable {kind} file" in message or "no text layer" in message or "no pages" in message
+
+
+def test_broken_pdf_prints_nothing_beside_its_error(tmp_path):
+    """pypdf's repair warnings stay out of stderr in a program without logging set up (pytest sets
+    logging up, hence a child process)."""
+    path = tmp_path / "broken.pdf"
+    path.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog")
+    code = ("import sys; from agent.errors import FactweaveError; from agent.web.documents import read_documents\n"
+            "try:\n    list(read_documents([sys.argv[1]]))\nexcept FactweaveError as error:\n    print(error)")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120, check=True)
+    assert done.stderr == "" and done.stdout.startswith(f"{path}: not a readable PDF file")
 
 
 def test_unknown_suffix_lists_the_formats(tmp_path):

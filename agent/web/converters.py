@@ -43,10 +43,15 @@ text layer (a scan) says so and says to OCR it first.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FactweaveError, InputError
+
+# pypdf logs what it repairs in a damaged file as warnings; with no logging set up, Python would
+# print them bare to stderr beside the one-line error. A program that sets up logging still sees them.
+logging.getLogger("pypdf").addHandler(logging.NullHandler())
 
 #: Elements around a page's content (menus, banners, footers, code) left out of its text.
 BOILERPLATE = ("head", "script", "style", "noscript", "template", "nav", "header", "footer", "aside")
