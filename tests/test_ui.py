@@ -188,9 +188,13 @@ def test_uploads_are_classified_and_checked_whole(tmp_path):
     with pytest.raises(FactweaveError, match=r"^bad\.tsv:2: ") as err:
         read_uploads([good, bad])
     assert str(tmp_path) not in str(err.value)  # the upload's temporary folder is not shown
-    (tmp_path / "x.pdf").write_bytes(b"%PDF")
-    with pytest.raises(FactweaveError, match=r"x\.pdf: unsupported file type"):
-        read_uploads([tmp_path / "x.pdf"])
+    (tmp_path / "x.pptx").write_bytes(b"PK")
+    with pytest.raises(FactweaveError, match=r"x\.pptx: unsupported file type"):
+        read_uploads([tmp_path / "x.pptx"])
+    (tmp_path / "x.pdf").write_bytes(b"%PDF")  # a PDF is read now, and a broken one is one line
+    with pytest.raises(FactweaveError, match=r"^x\.pdf: not a readable PDF file") as err:
+        read_uploads([good, tmp_path / "x.pdf"])
+    assert str(tmp_path) not in str(err.value) and "\n" not in str(err.value)
     (tmp_path / "empty.tsv").write_text("")
     with pytest.raises(FactweaveError, match="empty.tsv: the file is empty"):
         read_uploads([tmp_path / "empty.tsv"])

@@ -30,7 +30,7 @@ def _e(value: Any) -> str:
 
 def provenance_line(fact: dict[str, Any]) -> str:
     """Where a fact comes from, in one line: the source triple and its file, or the document,
-    passage and character offsets."""
+    its page (PDF) or heading path (Markdown, HTML, DOCX), and character offsets."""
     p = fact.get("provenance") or {}
     kind = p.get("kind")
     if kind == "triple" or p.get("subject"):
@@ -39,8 +39,10 @@ def provenance_line(fact: dict[str, Any]) -> str:
                                            f"from {p.get('source') or fact.get('source', '')}") if part)
     if kind == "document" or p.get("doc_id") or p.get("title"):
         where = p.get("title") or p.get("source") or fact.get("source", "")
+        place = "".join((f", page {p['page']}" if p.get("page") is not None else "",
+                         f", under {p['heading']}" if p.get("heading") else ""))
         span = f", characters {p['start']}-{p['end']}" if p.get("start") is not None else ""
-        return f"document {where!s}{span}" + (f" ({p['source']})" if p.get("source") and p.get("title") else "")
+        return f"document {where!s}{place}{span}" + (f" ({p['source']})" if p.get("source") and p.get("title") else "")
     return str(fact.get("source") or "unknown source")
 
 

@@ -1,8 +1,9 @@
 """Files uploaded in the UI: checked whole first, then built into the knowledge web.
 
 A file is either **triples** (``.tsv``, ``.nt``, or ``.jsonl`` whose first row has a
-``subject``; any of them gzip-compressed) or **documents** (``.txt``, ``.md``, ``.json``, or
-``.jsonl`` rows with ``title``/``text``). Every file is read completely before anything is
+``subject``; any of them gzip-compressed) or **documents** (``.txt``, ``.md``, ``.json``,
+``.jsonl`` rows with ``title``/``text``, or ``.pdf``, ``.html``/``.htm``, ``.docx``, converted by
+:mod:`agent.web.converters`). Every file is read completely before anything is
 written, so a bad row anywhere (reported as ``name:line: reason``) or a file over the size limit
 rejects the whole upload and the web is left as it was.
 
@@ -24,8 +25,8 @@ from agent.knowledge.loaders import load_facts
 from agent.web.documents import Document, read_documents
 
 TRIPLE_SUFFIXES = (".tsv", ".nt", ".tsv.gz", ".nt.gz", ".jsonl.gz")
-DOCUMENT_SUFFIXES = (".txt", ".md", ".json")
-ACCEPTED = (".tsv", ".nt", ".jsonl", ".gz", ".txt", ".md", ".json")
+DOCUMENT_SUFFIXES = (".txt", ".md", ".json", ".pdf", ".html", ".htm", ".docx")
+ACCEPTED = (".tsv", ".nt", ".jsonl", ".gz", ".txt", ".md", ".json", ".pdf", ".html", ".htm", ".docx")
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 #: The most files one upload may hold.
 MAX_FILES = 20
@@ -90,7 +91,7 @@ def kind_of(path: Path) -> str:
     if name.endswith(DOCUMENT_SUFFIXES):
         return "documents"
     raise FactweaveError(f"{path.name}: unsupported file type; upload triples (.tsv, .nt, .jsonl) or documents "
-                         f"(.txt, .md, .json, .jsonl)")
+                         f"(.txt, .md, .json, .jsonl, .pdf, .html, .docx)")
 
 
 def read_uploads(paths: list[Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> UploadBatch:

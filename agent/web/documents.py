@@ -1,4 +1,4 @@
-"""Documents for the knowledge web, read from text, Markdown and JSON corpora, and cut into chunks.
+"""Documents for the knowledge web, read from text, Markdown, JSON, PDF, HTML and DOCX, and cut into chunks.
 
 A document's id is a hash of its title and text, so adding the same document twice finds the same
 id and changes nothing; a chunk's id is a hash of its document id and its offsets. Offsets are
@@ -11,22 +11,34 @@ Accepted inputs (``read_documents``):
 - ``.json``: a list of ``{"title", "text"}`` objects (MuSiQue's corpus), or an object mapping
   titles to a text or to a list of sentences (HotpotQA's corpus).
 - ``.jsonl``: one ``{"title", "text"}`` object per line.
+- ``.pdf`` (pypdf), ``.html`` / ``.htm`` (beautifulsoup4 + markdownify), ``.docx`` (mammoth):
+  one document each, converted by :mod:`agent.web.converters` (why those libraries: there); the
+  title is the page's ``<title>``, else the first heading, else the file name.
 - a folder: every file of those kinds inside it, in sorted order.
+
+Where a fact was found, beyond its offsets: a PDF's document keeps where each page starts, so a
+fact's page is the page holding its first character (:meth:`Document.page_at`, 1-based); a
+Markdown document (and HTML or DOCX, which arrive as Markdown) keeps where each heading starts
+and its path, so a fact under ``## Linux`` inside ``# Install`` is under ``"Install > Linux"``
+(:meth:`Document.heading_at`). Neither changes a document's id.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import FactweaveError, InputError
 from ..knowledge.rows import json_objects
 
-SUFFIXES = (".txt", ".md", ".json", ".jsonl")
+SUFFIXES = (".txt", ".md", ".json", ".jsonl", ".pdf", ".html", ".htm", ".docx")
+#: Between heading titles in a heading path.
+HEADING_SEPARATOR = " > "
 
 
 def stable_id(*parts: str) -> str:
@@ -37,15 +49,32 @@ def stable_id(*parts: str) -> str:
 
 @dataclass(frozen=True)
 class Document:
-    """A titled text and the place it was read from (``file`` or ``file:line``)."""
+    """A titled text and the place it was read from (``file`` or ``file:line``).
+
+    ``pages``: where each page starts in ``text`` (page 1 first; PDF only). ``headings``:
+    ``(offset, path)`` pairs in text order, each path holding from its offset to the next.
+    """
 
     title: str
     text: str
     source: str
+    pages: tuple[int, ...] = ()
+    headings: tuple[tuple[int, str], ...] = ()
 
     @property
     def id(self) -> str:
         return stable_id("doc", self.title, self.text)
+
+    def page_at(self, offset: int) -> int | None:
+        """The 1-based page holding character ``offset`` (None without pages)."""
+        if not self.pages:
+            return None
+        return max(1, bisect_right(self.pages, offset))
+
+    def heading_at(self, offset: int) -> str | None:
+        """The heading path ``offset`` lies under (None before the first heading or without any)."""
+        i = bisect_right(self.headings, offset, key=lambda pair: pair[0])
+        return self.headings[i - 1][1] if i else None
 
 
 @dataclass(frozen=True)
@@ -63,15 +92,48 @@ class Chunk:
         return stable_id("chunk", self.doc_id, str(self.start), str(self.end))
 
 
-def _document(title: object, text: object, where: str, path: Path, line: int) -> Document:
+def _document(title: object, text: object, where: str, path: Path, line: int | None,
+              pages: tuple[int, ...] = ()) -> Document:
     if isinstance(text, list) and all(isinstance(s, str) for s in text):
         text = "".join(text)  # HotpotQA keeps each sentence's leading space
     if not isinstance(title, str) or not isinstance(text, str):
         raise InputError(path, line, 'expected "title" and "text" strings')
+    lead = len(text) - len(text.lstrip())
     text = text.strip()
     if not text:
         raise InputError(path, line, f"document {title!r} has no text")
-    return Document(title=title.strip(), text=text, source=where)
+    pages = tuple(max(0, min(start - lead, len(text))) for start in pages)
+    return Document(title=title.strip(), text=text, source=where, pages=pages)
+
+
+def heading_paths(markdown: str) -> tuple[tuple[int, str], ...]:
+    """``(offset, path)`` for each Markdown heading (ATX or underlined, not inside code), the
+    path joining the titles of the headings it lies under with :data:`HEADING_SEPARATOR`."""
+    from markdown_it import MarkdownIt
+
+    line_starts = [0]
+    for line in markdown.splitlines(keepends=True):
+        line_starts.append(line_starts[-1] + len(line))
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    found: list[tuple[int, str]] = []
+    open_: list[tuple[int, str]] = []  # (level, title) of the headings above
+    for token, inline in zip(tokens, tokens[1:]):
+        if token.type != "heading_open" or token.map is None:
+            continue
+        level = int(token.tag[1:])
+        title = " ".join("".join(c.content for c in inline.children or [] if c.type in ("text", "code_inline")).split())
+        if not title:
+            continue
+        while open_ and open_[-1][0] >= level:
+            open_.pop()
+        open_.append((level, title))
+        found.append((line_starts[token.map[0]], HEADING_SEPARATOR.join(t for _, t in open_)))
+    return tuple(found)
+
+
+def with_headings(doc: Document) -> Document:
+    """``doc`` with the heading paths of its (Markdown) text."""
+    return replace(doc, headings=heading_paths(doc.text))
 
 
 def read_json(path: Path) -> Any:
@@ -112,17 +174,30 @@ def _read_text(path: Path) -> Iterator[Document]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise InputError(path, 1, "not UTF-8 text") from None
-    heading = _HEADING.search(text) if path.suffix == ".md" else None
+    markdown = path.suffix.lower() == ".md"
+    heading = _HEADING.search(text) if markdown else None
     title = heading.group(1) if heading else path.stem
-    yield _document(title, text, path.name, path, 1)
+    doc = _document(title, text, path.name, path, 1)
+    yield with_headings(doc) if markdown else doc
+
+
+def _read_converted(path: Path) -> Iterator[Document]:
+    from . import converters
+
+    read = {".pdf": converters.read_pdf, ".docx": converters.read_docx}.get(path.suffix.lower(), converters.read_html)
+    converted = read(path)
+    heading = _HEADING.search(converted.text)
+    title = converted.title or (heading.group(1) if heading else path.stem)
+    doc = _document(title, converted.text, path.name, path, None, converted.pages)
+    yield doc if converted.pages else with_headings(doc)
 
 
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
     if not path.exists():
         raise FactweaveError(f"{path}: no such file or folder")
-    if path.suffix not in SUFFIXES:
+    if path.suffix.lower() not in SUFFIXES:
         raise FactweaveError(f"{path}: unsupported document file (use {', '.join(SUFFIXES)})")
     return [path]
 
@@ -132,7 +207,7 @@ def read_documents(paths: Iterable[str | Path]) -> Iterator[Document]:
     readers = {".json": _read_json, ".jsonl": _read_jsonl, ".txt": _read_text, ".md": _read_text}
     for given in paths:
         for path in _files(Path(given)):
-            yield from readers[path.suffix](path)
+            yield from readers.get(path.suffix.lower(), _read_converted)(path)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")

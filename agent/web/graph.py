@@ -331,7 +331,7 @@ class GraphStore:
         """Store one chunk with its document, facts and keyword links, all or nothing.
 
         ``doc``: id, title, source (+ scalar extras). ``chunk``: id, index, start, end.
-        ``facts``: id, text (+ provenance: start, end, ...); kind, doc_id and chunk_id are
+        ``facts``: id, text (+ provenance: start, end, page, heading, ...); kind, doc_id and chunk_id are
         filled in. ``links``: ``{"fact_id", "keyword_id", "name"?}``. The chunk is marked
         ``done`` in the same transaction, so a build killed midway resumes by skipping
         :meth:`done_chunks` and never finds a chunk marked done without its facts. Every

@@ -21,8 +21,10 @@ class FactHit:
     """A retrieved fact with its score parts and where it came from.
 
     ``provenance`` holds ``title``, ``source``, ``doc_id``, ``chunk_id``, ``start`` and ``end``
-    for a fact decomposed from a document, ``subject``, ``predicate``, ``object`` and ``source``
-    for a fact verbalized from a triple.
+    for a fact decomposed from a document (and ``page``, 1-based, for a PDF's; ``heading``, the
+    heading path like ``"Install > Linux"``, for a Markdown, HTML or DOCX document's under a
+    heading), ``subject``, ``predicate``, ``object`` and ``source`` for a fact verbalized from a
+    triple.
     """
 
     id: str
@@ -39,14 +41,10 @@ class FactHit:
 
     @property
     def source(self) -> str:
-        """One short line saying where the fact came from."""
-        p = self.provenance
+        """One short line saying where the fact came from (:func:`source_line`)."""
         if self.kind == "triple":
-            return str(p.get("source", ""))
-        where = p.get("title") or p.get("source", "")
-        if p.get("start") is not None:
-            return f"{where} [{p['start']}:{p['end']}]"
-        return str(where)
+            return str(self.provenance.get("source", ""))
+        return source_line(self.provenance)
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -76,7 +74,26 @@ class SearchResult:
         }
 
 
-PROVENANCE_KEYS = ("title", "source", "doc_id", "chunk_id", "start", "end", "subject", "predicate", "object")
+PROVENANCE_KEYS = ("title", "source", "doc_id", "chunk_id", "start", "end", "page", "heading",
+                   "subject", "predicate", "object")
+
+
+def source_line(p: dict) -> str:
+    """Where a document's fact came from, in one line: the title (else the file), the page or
+    heading path when known, and the character span, e.g. ``report, page 4 [120:198]``,
+    ``Setup, Install > Linux [120:198]``, ``Mira Quell [0:42]``. A heading path that starts with
+    the title does not repeat it."""
+    where = str(p.get("title") or p.get("source", ""))
+    if p.get("page") is not None:
+        where = f"{where}, page {p['page']}"
+    heading = str(p.get("heading") or "")
+    if heading.startswith(where + " > "):
+        heading = heading[len(where) + 3:]
+    if heading and heading != where:
+        where = f"{where}, {heading}"
+    if p.get("start") is not None:
+        where = f"{where} [{p['start']}:{p.get('end')}]"
+    return where
 
 
 def provenance_of(row: dict) -> dict:

@@ -38,7 +38,7 @@ from .decompose import Decomposer, DecompositionCache, decompose_cached
 from .documents import Chunk, Document, chunk_document, stable_id
 from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
 from .graph_search import GraphSearchSettings, graph_hits
-from .retrieval import FactHit, SearchResult, merge_hits, provenance_of, rank
+from .retrieval import FactHit, SearchResult, merge_hits, provenance_of, rank, source_line
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
@@ -268,7 +268,8 @@ class KnowledgeWeb:
                     facts = [
                         {"id": stable_id("fact", chunk.id, f.text), "text": f.text, "kind": "document",
                          "doc_id": doc.id, "chunk_id": chunk.id, "start": f.start, "end": f.end,
-                         "title": doc.title, "source": doc.source}
+                         "title": doc.title, "source": doc.source,
+                         "page": doc.page_at(f.start), "heading": doc.heading_at(f.start)}
                         for f in atomic
                     ]
                     links = [
@@ -508,10 +509,7 @@ def _as_fact(row: dict[str, Any]) -> Fact:
     fact is a statement whose source names the document and character span)."""
     if row.get("kind") == "triple" and all(row.get(k) for k in ("subject", "predicate", "object")):
         return Fact(row["subject"], row["predicate"], row["object"], str(row.get("source", "")))
-    where = row.get("title") or row.get("source", "")
-    if row.get("start") is not None:
-        where = f"{where} [{row['start']}:{row.get('end')}]"
-    return Fact.from_statement(row["text"], str(where))
+    return Fact.from_statement(row["text"], source_line(row))
 
 
 def uncovered_keywords(matches: dict[str, set[str]], hits: Sequence[FactHit]) -> list[str]:
