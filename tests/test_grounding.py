@@ -317,3 +317,19 @@ def test_a_fact_holding_the_answer_says_what_is_asked_or_not():
     assert says_what_is_asked("Where did Buck Owens die?", "<Buck Owens> <place of death> <Bakersfield> .")
     assert says_what_is_asked("Which island is Zorblax Station on?", "Norvik is an island in the Barents Sea.")
     assert not says_what_is_asked("Which island is Zorblax Station on?", "<Zorblax Station> <located on> <Norvik> .")
+
+
+def test_a_yes_shown_by_a_shared_value_stands_when_the_reading_is_restated():
+    """The listed-facts reading says "Yes." to a same-country question; the model then states the
+    two facts (both "American") and answers "I don't know.": the reading's computed answer stands
+    on the stated facts (it had been withheld, no fact holding the word "yes"). A "yes" with
+    different values is not shown."""
+    from agent.pipeline.evidence import reading_holds
+
+    question = "Are both Cupid The Cowpuncher and Hashimura Togo from the same country?"
+    stated = ["Cupid the Cowpuncher is a 1920 American comedy film directed by Clarence G. Badger.",
+              "Hashimura Togo is a 1917 American comedy silent film directed by William C. de Mille."]
+    held = reading_holds(question, "Yes.", stated)
+    assert held.grounded and held.computed and "american" in held.how and held.facts == (0, 1)
+    other = [stated[0], "Hashimura Togo is a 1917 silent film made in Canada by William C. de Mille."]
+    assert not reading_holds(question, "Yes.", other).grounded

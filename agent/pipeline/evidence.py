@@ -71,9 +71,10 @@ class ListedFactsReader:
 
 def reading_holds(question: str, reading: str, stated: Sequence[str]) -> Grounding:
     """Whether the ``stated`` facts ground the reading's answer: grounded, and (unless computed
-    by a comparison) a stated fact that holds it says what the question asks."""
+    from them: a comparison, a difference, a shared value for "yes") a stated fact that holds it
+    says what the question asks."""
     held = ground(question, reading, stated)
-    if not held.grounded or held.short and asks_comparison(question):
+    if not held.grounded or held.computed:
         return held
     if any(holds_answer(f, reading) and says_what_is_asked(question, f) for f in stated):
         return held

@@ -70,16 +70,19 @@ class Grounding:
     """``grounded``: whether the answer stands; ``how``: one line for the trace; ``facts``: the
     indices (into the stated facts) of the chain it rests on; ``short``: for a sentence answer
     that says a stated triple ("Carolyn Eisele is a mathematician."), the triple's object
-    ("mathematician"), the answer itself; "" otherwise."""
+    ("mathematician"), the answer itself; "" otherwise. ``computed``: the answer is not in a fact
+    but computed from the chain's facts by the step ``how`` shows (a comparison, a date
+    difference, a count, a shared value for "yes")."""
 
     grounded: bool
     how: str
     facts: tuple[int, ...] = ()
     short: str = ""
+    computed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"grounded": self.grounded, "how": self.how, "facts": list(self.facts),
-                **({"short": self.short} if self.short else {})}
+                **({"short": self.short} if self.short else {}), **({"computed": True} if self.computed else {})}
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,8 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
             return Grounding(False, "a comparison question: the stated facts do not give both options' dates",
                              tuple(chain))
         said = "" if _contains(normalize_answer(compared.winner).split(), words) else f" (the model said {answer!r})"
-        return Grounding(True, compared.how + said, tuple(chain[i] for i in compared.facts), compared.winner)
+        return Grounding(True, compared.how + said, tuple(chain[i] for i in compared.facts), compared.winner,
+                         computed=True)
     if options and not any(_contains(words, o) or _contains(o, words) for o in options):
         return Grounding(False, f"the question offers a choice ({' or '.join(' '.join(o) for o in options)}) "
                                 "and the answer is neither", tuple(chain))
@@ -147,7 +151,7 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
                                        f"{'' if len(chain) == 1 else 's'}", tuple(chain), _short(stated[i], words))
     computed = _computed(norm, [(i, stated[i]) for i in chain], question)
     if computed:
-        return Grounding(True, computed, tuple(chain))
+        return Grounding(True, computed, tuple(chain), computed=True)
     return Grounding(False, f"the answer is in no fact of the chain ({len(chain)} fact"
                             f"{'' if len(chain) == 1 else 's'}) and no step computes it", tuple(chain))
 
