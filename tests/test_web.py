@@ -249,3 +249,54 @@ def test_two_openers_of_one_web_share_it_and_see_each_others_writes(tmp_path, em
     with KnowledgeWeb.open(folder, embedder=embedder) as again:  # nothing of either was lost
         assert again.stats()["facts"] == 2
         assert again.fact_vectors.count() == 2 and again.keyword_vectors.count() == 4
+
+
+def test_removing_sources_leaves_the_counts_of_a_web_built_without_them(tmp_path, open_web, graph):
+    """`web remove`: a Markdown file, a JSON corpus (its items are `corpus.json#N`) and a triple
+    file (its facts are `triples.tsv:N`) removed from a web count what a web built without them
+    counts (documents, chunks, facts, keywords, edges, vectors); their facts are no longer found;
+    a removal cut short after its journal is finished by the next one; an unknown source is one
+    line and deletes nothing."""
+    notes, corpus, rows = (str(p) for p in DOCS)
+    triples = str(WEB / "triples.tsv")
+    more = tmp_path / "more.tsv"
+    more.write_text("Quillon Dock\tbuilt by\tAsha Merrow\nZorblax Station\tlocated on\tNorvik\n")
+
+    def build(web, documents, triple_files):
+        web.add_documents(read_documents(documents), SentenceDecomposer(), progress=False)
+        for path in triple_files:
+            web.add_triples(load_facts(path), source=str(path), progress=False)
+
+    def counts(web):
+        return {k: v for k, v in web.stats().items() if k != "decomposed_chunks_cached"}
+
+    web = open_web("all")
+    build(web, [notes, corpus, rows], [triples, more])
+    before = counts(web)
+    with pytest.raises(FactweaveError, match=r"nothing in .* comes from nowhere\.md"):
+        web.remove(["nowhere.md"])
+    assert counts(web) == before
+
+    # Cut short after the journal (a kill): the next removal finishes it first.
+    from agent.web import removal
+
+    real_finish = removal._finish
+    removal._finish = lambda *_: (_ for _ in ()).throw(OSError("killed"))
+    try:
+        with pytest.raises(OSError):
+            web.remove([notes])
+    finally:
+        removal._finish = real_finish
+    assert (web.folder / removal.JOURNAL).exists() and counts(web) == before
+    report = web.remove([corpus, more])
+    assert report.resumed and not (web.folder / removal.JOURNAL).exists()
+    assert report.documents >= 1 and report.facts >= 1
+    removed = counts(web)
+    found = [h.text for h in web.search("Who built Quillon Dock?", k=10).hits]
+    assert not any("Quillon Dock" in text for text in found)
+
+    graph.clear()  # the same graph server: the web without those sources, built from nothing
+    fresh = open_web("without")
+    build(fresh, [rows], [triples])
+    assert removed == counts(fresh)
+    assert removed["documents"] < before["documents"] and removed["keywords"] < before["keywords"]

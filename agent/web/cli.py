@@ -222,6 +222,33 @@ def _print_hits(result, reranked) -> None:
         console.print(escape(f"re-ranker: {reranked.question_type} question; {len(reranked.selected)} fact(s) {how} (*)"))
 
 
+@web_group.command("remove")
+@click.argument("sources", nargs=-1, required=True)
+@_web_options
+@click.option("--json", "as_json", is_flag=True, help="Print the counts removed as JSON.")
+def web_remove(sources, web_dir, as_json, **web_options) -> None:
+    """Remove what SOURCES brought into a web: their documents, chunks and facts, the keywords no
+    other fact mentions, and their vectors. A source is named as it was added (notes.md,
+    corpus.json, triples.tsv). A removal cut short is finished by the next one.
+
+    \b
+    Example:
+      factweave web remove notes.md triples.tsv --web my-web
+    """
+    folder = web_dir or default_web_dir()
+    if not (folder / "web.json").exists():
+        raise FactweaveError(f"no knowledge web in {folder}; build one with `factweave web build`")
+    with _open_web(web_dir, **web_options) as web:
+        report = web.remove(list(sources)).as_dict()
+        report["stats"] = web.stats()
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(f"removed {report['documents']} document(s), {report['chunks']} chunk(s), {report['facts']} "
+                   f"fact(s) and {report['keywords']} keyword(s) of {', '.join(report['sources'])}"
+                   + (" (an earlier removal was finished first)" if report["resumed"] else ""))
+
+
 @web_group.command("stats")
 @_web_options
 @click.option("--json", "as_json", is_flag=True)

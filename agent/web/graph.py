@@ -140,6 +140,31 @@ WHERE f.id IN $ids
 RETURN f.id AS fact, collect(DISTINCT k.id) AS keywords
 """
 
+# Removing a source (agent/web/removal.py): what it holds, then deletions by id, in slices.
+_DOCUMENTS = f"MATCH (d:{DOCUMENT}) RETURN d.id AS id, d.source AS source, d.title AS title ORDER BY d.id"
+_FACT_SOURCES_PAGE = f"""
+MATCH (f:{FACT})
+WHERE f.id > $after
+RETURN f.id AS id, f.source AS source, f.doc_id AS doc_id
+ORDER BY f.id
+LIMIT $limit
+"""
+_LINKED_KEYWORDS = f"""
+MATCH (k:{KEYWORD})<-[:{MENTIONS}]-(f:{FACT})
+WHERE k.id IN $ids
+RETURN DISTINCT k.id AS id
+"""
+_DELETE_BY_ID = {
+    label: f"MATCH (n:{label}) WHERE n.id IN $ids DETACH DELETE n RETURN count(*) AS deleted"
+    for label in LABELS
+}
+_DELETE_CHUNKS_OF_DOCUMENTS = f"""
+MATCH (d:{DOCUMENT})-[:{HAS_CHUNK}]->(c:{CHUNK})
+WHERE d.id IN $ids
+DETACH DELETE c
+RETURN count(*) AS deleted
+"""
+
 _COUNTS = {
     "documents": f"MATCH (n:{DOCUMENT}) RETURN count(n) AS n",
     "chunks": f"MATCH (n:{CHUNK}) RETURN count(n) AS n",
@@ -462,6 +487,40 @@ class GraphStore:
         for row in self._read(_KEYWORDS_OF_FACTS, {"ids": list(result)}):
             result[row["fact"]] = sorted(row["keywords"])
         return result
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Every document's id, source and title, in id order."""
+        return [dict(row) for row in self._read(_DOCUMENTS, {})]
+
+    def fact_sources(self, page_size: int = 5000) -> Iterator[dict[str, Any]]:
+        """Every fact's id, source and doc_id (None for a triple), in id order, a page at a time."""
+        after = ""
+        while True:
+            page = self._read(_FACT_SOURCES_PAGE, {"after": after, "limit": int(page_size)})
+            yield from (dict(row) for row in page)
+            if len(page) < page_size:
+                return
+            after = page[-1]["id"]
+
+    def linked_keywords(self, keyword_ids: Sequence[str]) -> set[str]:
+        """Those of ``keyword_ids`` that some fact still mentions."""
+        ids = list(dict.fromkeys(keyword_ids))
+        return {row["id"] for start in range(0, len(ids), _CLEAR_SLICE)
+                for row in self._read(_LINKED_KEYWORDS, {"ids": ids[start:start + _CLEAR_SLICE]})}
+
+    def delete(self, label: str, ids: Sequence[str]) -> int:
+        """Delete the ``label`` nodes with these ids and their edges (unknown ids: nothing), in
+        slices; how many were deleted."""
+        ids, deleted = list(dict.fromkeys(ids)), 0
+        for start in range(0, len(ids), _CLEAR_SLICE):
+            deleted += self._write(_DELETE_BY_ID[label], {"ids": ids[start:start + _CLEAR_SLICE]})
+        return deleted
+
+    def delete_chunks_of_documents(self, doc_ids: Sequence[str]) -> int:
+        """Delete every chunk of these documents (those without facts too) and their edges."""
+        ids = list(dict.fromkeys(doc_ids))
+        return sum(self._write(_DELETE_CHUNKS_OF_DOCUMENTS, {"ids": ids[start:start + 1000]})
+                   for start in range(0, len(ids), 1000))
 
     def stats(self) -> dict[str, int]:
         """Node and edge counts: equal for an interrupted+resumed build and a clean one."""

@@ -450,6 +450,14 @@ class KnowledgeWeb:
                                 sorted(names[kid] for kid in linked if kid in names), provenance, query))
         return hits
 
+    def remove(self, sources: Sequence[str]) -> Any:
+        """Remove what ``sources`` brought in: documents, chunks, facts, keywords no other fact
+        mentions, their vectors; resumable (see :mod:`.removal`). Returns a ``RemoveReport``."""
+        from .removal import remove_sources
+
+        with self.writing():
+            return remove_sources(self, sources)
+
     def find_facts(self, question: str, k: int = 10, *, client: ChatClient | None = None,
                    max_subqueries: int = 2, **search_options: Any) -> SearchResult:
         """:meth:`search`, then, while question keywords stay uncovered by the facts found, ask
