@@ -207,7 +207,8 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
             status = gr.Markdown(_status(runtime), elem_id="fw-status")
             files = gr.File(file_count="multiple", file_types=list(ACCEPTED), label=(
                 "Triples (.tsv, .nt, .jsonl: subject, predicate, object) or documents (.txt, .md, .json, .jsonl: "
-                f"title, text); at most {runtime.max_upload_bytes / 1e6:.0f} MB a file"), elem_id="fw-files")
+                "title, text; .pdf, .html, .docx"
+                f"); at most {runtime.max_upload_bytes / 1e6:.0f} MB a file"), elem_id="fw-files")
             build_btn = gr.Button("Add to the knowledge", variant="primary", elem_id="fw-build")
             build_result = gr.HTML(elem_id="fw-build-result")
             with gr.Row():
