@@ -62,6 +62,16 @@ def test_build_search_stats_with_the_embedded_server(tmp_path, cache_dir, openai
     stats = run("web", "stats", "--web", web, "--json", cache=cache_dir)
     assert json.loads(stats.stdout)["facts"] == report["stats"]["facts"]
 
+    # Removing a file given by its path as built: its document and facts go, the rest stays.
+    removed = run("web", "remove", str(WEB / "notes.md"), "--web", web, "--json", cache=cache_dir)
+    assert removed.returncode == 0, removed.stderr
+    gone = json.loads(removed.stdout)
+    assert gone["documents"] == 1 and gone["facts"] >= 1
+    assert gone["stats"]["documents"] == 2 and gone["stats"]["facts"] == report["stats"]["facts"] - gone["facts"]
+    assert gone["stats"]["fact_vectors"] == gone["stats"]["facts"]
+    unknown = run("web", "remove", "notes.md", "--web", web, cache=cache_dir)
+    assert one_error_line(unknown).startswith("Error: nothing in ") and "corpus.json" in unknown.stderr
+
 
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
     """The single ``Error: ...`` line of a failed command (progress bars may precede it)."""
