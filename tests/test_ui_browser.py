@@ -37,12 +37,13 @@ def _wait_answer(page, question: str) -> dict:
     return json.loads(page.text_content("#fw-trace pre.fw-trace-json"))
 
 
-def _upload(page, url: str, path: Path, content: str, outcome: str) -> None:
-    """Open the Knowledge tab, upload ``path`` (written with ``content``), press the build button
-    and wait for its ``ok`` or ``error`` message."""
+def _upload(page, url: str, path: Path, content: str | None, outcome: str) -> None:
+    """Open the Knowledge tab, upload ``path`` (written with ``content`` unless None), press the
+    build button and wait for its ``ok`` or ``error`` message."""
     page.goto(url)
     page.click("button[role=tab]:has-text('Knowledge')")
-    path.write_text(content)
+    if content is not None:
+        path.write_text(content)
     page.set_input_files("#fw-files input[type=file]", str(path))
     page.wait_for_selector(f"#fw-files :text('{path.name}')", timeout=ANSWER_TIMEOUT_MS)  # a busy machine is slow
     page.click("#fw-build")
@@ -124,6 +125,24 @@ def test_upload_a_triple_file_then_find_and_use_its_fact(browser, ui_url, ui_run
     retrieved = [h["text"] for s in trace["steps"] if s["step"] == "retrieve" for h in s["hits"]]
     assert fact in retrieved
     page.screenshot(path=str(_shots(tmp_path) / "ui-upload.png"), full_page=True)
+    page.close()
+
+
+def test_upload_a_pdf_then_find_its_fact_with_its_page(browser, ui_url, tmp_path):
+    from test_documents_formats import make_pdf
+
+    pdf = make_pdf(tmp_path / "harbour-report.pdf", ["The harbour report covers the year 1903.",
+                                                      "The Velmora breakwater was designed by Ilse Varga."])
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _upload(page, ui_url, pdf, None, "ok")
+    page.fill("#fw-search-query textarea", "Who designed the Velmora breakwater?")
+    page.click("#fw-search")
+    page.wait_for_selector("#fw-search-results td.fw-fact-text", timeout=ANSWER_TIMEOUT_MS)
+    rows = page.eval_on_selector_all(
+        "#fw-search-results tbody tr",
+        "rows => rows.map(r => [r.querySelector('.fw-fact-text').textContent, r.querySelector('.fw-source').textContent])")
+    source = [where for fact, where in rows if "Ilse Varga" in fact]
+    assert source and "page 2" in source[0] and "harbour-report.pdf" in source[0], rows
     page.close()
 
 
