@@ -72,6 +72,17 @@ def test_build_search_stats_with_the_embedded_server(tmp_path, cache_dir, openai
     unknown = run("web", "remove", "notes.md", "--web", web, cache=cache_dir)
     assert one_error_line(unknown).startswith("Error: nothing in ") and "corpus.json" in unknown.stderr
 
+    # A PDF added to the web: its fact is found with its page.
+    from test_documents_formats import make_pdf
+
+    pdf = make_pdf(tmp_path / "harbour-report.pdf", ["The harbour report covers the year 1903.",
+                                                      "The Velmora breakwater was designed by Ilse Varga."])
+    added = run("web", "build", str(pdf), "--web", web, "--json", cache=cache_dir)
+    assert added.returncode == 0, added.stderr
+    found = run("web", "search", "Who designed the Velmora breakwater?", "--web", web, "--json", cache=cache_dir)
+    hits = [h for h in json.loads(found.stdout)["hits"] if "Ilse Varga" in h["text"]]
+    assert hits and hits[0]["provenance"]["page"] == 2 and "page 2" in hits[0]["source_line"], found.stdout
+
 
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
     """The single ``Error: ...`` line of a failed command (progress bars may precede it)."""
