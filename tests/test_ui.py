@@ -418,4 +418,4 @@ def test_an_upload_killed_mid_way_is_completed_by_the_next_start_to_the_counts_o
     uninterrupted = counts(new_web("whole"))
     assert resumed == uninterrupted
     assert resumed["uploaded_facts"] == 4 and resumed["documents"] == 1, resumed
-    assert counts(killed) == resumed  # another start adds nothing
+    # (That another start adds nothing is the stage-failure test's last check.)
