@@ -100,6 +100,9 @@ SET f += row
 
 _DONE_CHUNKS = f"MATCH (c:{CHUNK}) WHERE c.id IN $ids AND c.done = true RETURN c.id AS id"
 
+_CHUNKS_WITH_FACTS = f"MATCH (c:{CHUNK})-[:{HAS_FACT}]->(:{FACT}) WHERE c.id IN $ids RETURN DISTINCT c.id AS id"
+_CHUNKS_OF_DOCUMENTS = f"MATCH (c:{CHUNK}) WHERE c.doc_id IN $ids RETURN c.id AS id ORDER BY id"
+
 _FACTS_FOR_KEYWORDS = f"""
 MATCH (k:{KEYWORD})<-[:{MENTIONS}]-(f:{FACT})
 WHERE k.id IN $ids
@@ -421,6 +424,18 @@ class GraphStore:
         if not chunk_ids:
             return set()
         return {row["id"] for row in self._read(_DONE_CHUNKS, {"ids": list(chunk_ids)})}
+
+    def chunks_with_facts(self, chunk_ids: Sequence[str]) -> set[str]:
+        """Which of these chunks hold at least one fact."""
+        if not chunk_ids:
+            return set()
+        return {row["id"] for row in self._read(_CHUNKS_WITH_FACTS, {"ids": list(dict.fromkeys(chunk_ids))})}
+
+    def chunks_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
+        """The ids of the documents' chunks (those without facts too), sorted."""
+        if not doc_ids:
+            return []
+        return [row["id"] for row in self._read(_CHUNKS_OF_DOCUMENTS, {"ids": list(dict.fromkeys(doc_ids))})]
 
     def facts_for_keywords(
         self, keyword_ids: list[str], limit: int | None = None

@@ -141,13 +141,13 @@ def graph_hits(web: KnowledgeWeb, q_vec: np.ndarray, seed_keywords: dict[str, fl
     cosine = {fid: dense[fid] if fid in dense else (float(np.dot(q_vec, vectors[fid])) if fid in vectors else 0.0)
               for fid in chosen}
     rows = web.graph.facts_by_ids(chosen)
-    by_chunk: dict[str, list[float]] = {}
-    for row in rows:
-        by_chunk.setdefault(str(row.get("chunk_id") or row["id"]), []).append(cosine[row["id"]])
+    chunks = web.chunk_vectors.fetch(sorted({str(row["chunk_id"]) for row in rows if row.get("chunk_id")}))
+    passage = {cid: float(np.dot(q_vec, vec)) for cid, vec in chunks.items()}
     hits = []
     for row in rows:
         fid = row["id"]
-        context = float(np.mean(by_chunk[str(row.get("chunk_id") or fid)]))
+        # A fact without a passage vector (a triple) is its own passage.
+        context = passage.get(str(row.get("chunk_id") or ""), cosine[fid])
         linked = [kid for kid in fact_keywords.get(fid, ()) if kid in seed_keywords]
         rank = ppr.get(fid, 0.0) / best
         score = cosine[fid] + settings.ppr_weight * rank + settings.passage_weight * context

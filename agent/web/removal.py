@@ -5,9 +5,9 @@ web stores documents and triples under the file's name, so a path is matched by 
 too (two files of one name in different folders are one source here). It covers the documents
 and facts whose ``source`` is that name, or that name followed by ``#`` (an item of a JSON
 corpus: ``corpus.json#3``) or ``:`` (a line of a triple file or a JSONL corpus:
-``triples.tsv:12``). Removing it deletes its documents, their chunks (those without facts too),
-its facts with their keyword links, the keywords no other fact mentions, and the vectors of
-those facts and keywords: afterwards the web counts what a web built without the source counts.
+``triples.tsv:12``). Removing it deletes its documents, their chunks (those without facts
+too), its facts with their keyword links, the keywords no other fact mentions, and the vectors
+of those chunks, facts and keywords: afterwards the web counts what a web built without the source counts.
 
 All or nothing by completion, and resumable: what will be deleted (every id) is written first to
 ``<web>/removing.json``; then the vectors go (flushed), then the graph nodes, then the keywords
@@ -71,7 +71,8 @@ def removal_plan(web: KnowledgeWeb, sources: Sequence[str]) -> dict[str, Any]:
     facts = [f["id"] for f in web.graph.fact_sources()
              if f.get("doc_id") in doc_set or _covers(names, f.get("source"))]
     keywords = sorted({k for ids in _keywords_of(web, facts) for k in ids})
-    return {"sources": list(sources), "documents": documents, "facts": facts, "keywords": keywords}
+    return {"sources": list(sources), "documents": documents, "chunks": web.graph.chunks_of_documents(documents),
+            "facts": facts, "keywords": keywords}
 
 
 def _keywords_of(web: KnowledgeWeb, facts: Sequence[str]) -> Iterable[list[str]]:
@@ -109,6 +110,8 @@ def _finish(web: KnowledgeWeb, journal: Any) -> RemoveReport:
     report = RemoveReport(plan["sources"])
     web.fact_vectors.delete(plan["facts"])
     web.fact_vectors.flush()
+    web.chunk_vectors.delete(plan.get("chunks", []))
+    web.chunk_vectors.flush()
     report.chunks = web.graph.delete_chunks_of_documents(plan["documents"])
     report.facts = web.graph.delete(FACT, plan["facts"])
     report.documents = web.graph.delete(DOCUMENT, plan["documents"])

@@ -6,6 +6,7 @@ A web lives in a folder::
     graph/                 the embedded graph server's data (when no --graph-uri is given)
     vectors/keywords/      keyword embeddings (embedded backend)
     vectors/facts/         fact embeddings, for cos(question, fact)
+    vectors/chunks/        each document chunk's embedding as a whole, for the passage score
     decompositions.jsonl   every chunk's atomic facts, so a build never decomposes a chunk twice
 
 Building is incremental and idempotent: ids are content hashes, the graph is written with MERGE,
@@ -102,13 +103,15 @@ class KnowledgeWeb:
     """
 
     def __init__(self, folder: Path, settings: WebSettings, embedder: Embedder, graph: GraphStore,
-                 keyword_vectors: VectorIndex, fact_vectors: VectorIndex, server: Any = None) -> None:
+                 keyword_vectors: VectorIndex, fact_vectors: VectorIndex, chunk_vectors: VectorIndex,
+                 server: Any = None) -> None:
         self.folder = folder
         self.settings = settings
         self.embedder = embedder
         self.graph = graph
         self.keyword_vectors = keyword_vectors
         self.fact_vectors = fact_vectors
+        self.chunk_vectors = chunk_vectors  # each document chunk (passage) as a whole
         self._server = server
         self.cache = DecompositionCache(folder / "decompositions.jsonl")
         self._staged = _Staged()
@@ -171,13 +174,14 @@ class KnowledgeWeb:
             graph.ensure_schema()
             keyword_vectors = cls._vector_index(open_vector_index, settings, folder, "keywords", embedder)
             fact_vectors = cls._vector_index(open_vector_index, settings, folder, "facts", embedder)
+            chunk_vectors = cls._vector_index(open_vector_index, settings, folder, "chunks", embedder)
         except BaseException:
             graph.close()
             if server is not None:
                 server.stop()
             raise
         write_json(config_path, asdict(settings), indent=2)
-        return cls(folder, settings, embedder, graph, keyword_vectors, fact_vectors, server)
+        return cls(folder, settings, embedder, graph, keyword_vectors, fact_vectors, chunk_vectors, server)
 
     @staticmethod
     def _read_settings(path: Path) -> WebSettings | None:
@@ -203,7 +207,7 @@ class KnowledgeWeb:
                        fingerprint=embedder.fingerprint)
 
     def close(self) -> None:
-        for closer in (self.keyword_vectors.close, self.fact_vectors.close, self.graph.close):
+        for closer in (self.keyword_vectors.close, self.fact_vectors.close, self.chunk_vectors.close, self.graph.close):
             closer()
         if self._server is not None:
             self._server.stop()
@@ -225,7 +229,7 @@ class KnowledgeWeb:
 
         with open(self.folder / "write.lock", "a+", encoding="utf-8") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
-            for vectors in (self.keyword_vectors, self.fact_vectors):
+            for vectors in self._vector_indexes():
                 vectors.refresh()
             self._staged = _Staged()
             try:
@@ -258,6 +262,7 @@ class KnowledgeWeb:
             done |= self.graph.done_chunks([c.id for _, c in work[i:i + 500]])
         todo = [(d, c) for d, c in work if c.id not in done]
         report.chunks_skipped = len(work) - len(todo)
+        self._backfill_chunk_vectors([c for _, c in work if c.id in done])
         bar = tqdm(total=len(todo), desc="chunks", unit="chunk", disable=not progress, leave=False)
         try:
             for i in range(0, len(todo), batch_chunks):
@@ -281,6 +286,7 @@ class KnowledgeWeb:
                 all_facts = [f for _, _, facts, _ in rows for f in facts]
                 all_links = [link for *_, links in rows for link in links]
                 report.keywords_new += self._store_vectors(all_facts, all_links)
+                self._store_chunk_vectors([chunk for _, chunk, facts, _ in rows if facts])
                 self._stage(len(all_facts), lambda rows=rows: self._write_chunks(rows))
                 report.facts += len(all_facts)
         finally:
@@ -360,6 +366,28 @@ class KnowledgeWeb:
                                      [{"kind": f["kind"]} for f in facts])
         return len(new)
 
+    def _store_chunk_vectors(self, chunks: Sequence[Chunk]) -> None:
+        """Embed each chunk's text as a whole (the graph search's passage score)."""
+        if chunks:
+            self.chunk_vectors.upsert([c.id for c in chunks], self.embedder.encode([c.text for c in chunks]),
+                                      [{"doc_id": c.doc_id} for c in chunks])
+
+    def _backfill_chunk_vectors(self, done: Sequence[Chunk]) -> None:
+        """Embed the stored chunks that have facts but no vector: a web built before chunks were
+        embedded gets them when its documents are added again (``web build`` on the same files)."""
+        for start in range(0, len(done), 500):
+            batch = list(done[start:start + 500])
+            have = self.chunk_vectors.fetch([c.id for c in batch])
+            missing = [c for c in batch if c.id not in have]
+            if missing:
+                with_facts = self.graph.chunks_with_facts([c.id for c in missing])
+                self._store_chunk_vectors([c for c in missing if c.id in with_facts])
+        if done:
+            self.chunk_vectors.flush()
+
+    def _vector_indexes(self) -> tuple[VectorIndex, ...]:
+        return self.keyword_vectors, self.fact_vectors, self.chunk_vectors
+
     def _stage(self, facts: int, write: Any) -> None:
         """Queue a batch's graph write (its vectors are stored); checkpoint when one is due."""
         staged = self._staged
@@ -372,8 +400,8 @@ class KnowledgeWeb:
     def _checkpoint(self) -> None:
         """Flush the vectors, then write the graph rows that need them (see the module docstring)."""
         staged = self._staged
-        self.keyword_vectors.flush()
-        self.fact_vectors.flush()
+        for vectors in self._vector_indexes():
+            vectors.flush()
         while staged.writes:
             staged.writes[0]()
             staged.writes.pop(0)
@@ -497,6 +525,7 @@ class KnowledgeWeb:
         counts = dict(self.graph.stats())
         counts["keyword_vectors"] = self.keyword_vectors.count()
         counts["fact_vectors"] = self.fact_vectors.count()
+        counts["chunk_vectors"] = self.chunk_vectors.count()
         counts["decomposed_chunks_cached"] = len(self.cache)
         return counts
 
