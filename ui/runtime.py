@@ -316,7 +316,7 @@ class UIRuntime:
             report[f"triples:{name}"] = self.web.add_triples(facts, source=name, progress=False).as_dict()
             new += [(name, fact) for fact in facts]
         progress(0.75, "adding the facts to the fact index")
-        files = {name for name, _ in new} | set(batch.triples)
+        files = set(batch.triples) | {source_name(document.source) for document in batch.documents}
         # A file uploaded again is its new version: its earlier rows give way to the new ones.
         rows = [(name, fact) for name, fact in self._uploaded() if name not in files]
         known = {fact.text for _, fact in rows}
