@@ -238,6 +238,11 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
         spans.append((cursor, a))
         cursor = b
     spans.append((cursor, end))
+    return trim_spans(text, spans)
+
+
+def trim_spans(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` of ``text`` without their leading and trailing whitespace; empty ones dropped."""
     trimmed = []
     for a, b in spans:
         while a < b and text[a].isspace():
