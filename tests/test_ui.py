@@ -419,3 +419,62 @@ def test_an_upload_killed_mid_way_is_completed_by_the_next_start_to_the_counts_o
     assert resumed == uninterrupted
     assert resumed["uploaded_facts"] == 4 and resumed["documents"] == 1, resumed
     # (That another start adds nothing is the stage-failure test's last check.)
+
+
+@pytest.mark.model
+def test_a_removed_upload_can_no_longer_be_stated_and_a_changed_one_replaces_its_facts(ui_runtime, tmp_path):
+    """Whole-KB decoding states an uploaded fact; once its file is removed in the UI (the web,
+    facts.jsonl and the fact index overlay) the same question's answer no longer states it. A file
+    uploaded again with a changed line replaces its old facts. A removal cut short after the web is
+    done is completed by the next start."""
+    from agent.knowledge.facts import verbalize
+    from ui.runtime import AskOptions, UIRuntime
+
+    def stated(runtime, question: str) -> str:
+        reply = list(runtime.stream(question, AskOptions(tree="kb", beams=1)))[-1]
+        return "\n".join(f["text"] for f in reply["facts"]) + "\n" + reply["answer"]
+
+    lantern = tmp_path / "lanterns.tsv"
+    lantern.write_text("Vessa Lantern\tbuilt by\tOren Task\n")
+    bells = tmp_path / "bells.tsv"
+    bells.write_text("Vessa Bell\tcast by\tIda Holm\nVessa Bell\tlocated in\tVelmora\n")
+    ui_runtime.add_files([lantern, bells])
+    fact = verbalize("Vessa Lantern", "built by", "Oren Task")
+    assert fact in stated(ui_runtime, "Who built Vessa Lantern?")  # (so the check below can fail)
+    listed = {row["source"]: row for row in ui_runtime.sources()}
+    assert listed["lanterns.tsv"]["facts"] == 1 and listed["lanterns.tsv"]["uploaded"]
+
+    before = ui_runtime.counts()
+    with pytest.raises(FactweaveError, match="no source named nowhere.tsv; the sources are"):
+        ui_runtime.remove_sources(["nowhere.tsv"])
+    report = ui_runtime.remove_sources(["lanterns.tsv"])
+    assert report["facts"] == 1 and report["uploaded_removed"] == 1
+    assert fact not in stated(ui_runtime, "Who built Vessa Lantern?")
+    assert "lanterns.tsv" not in {row["source"] for row in ui_runtime.sources()}
+    after = ui_runtime.counts()
+    assert after["uploaded_facts"] == before["uploaded_facts"] - 1 == after["index_facts"] - (
+        before["index_facts"] - before["uploaded_facts"])
+
+    # A changed file replaces its facts: the web's and the overlay's.
+    bells.write_text("Vessa Bell\tcast by\tIda Holm\nVessa Bell\tlocated in\tBrisk\n")
+    ui_runtime.add_files([bells])
+    old, new = verbalize("Vessa Bell", "located in", "Velmora"), verbalize("Vessa Bell", "located in", "Brisk")
+    held = {f.text for f in ui_runtime.generator.index.facts}
+    assert new in held and old not in held and ui_runtime.counts()["uploaded_facts"] == after["uploaded_facts"]
+    assert {row["source"]: row["facts"] for row in ui_runtime.sources()}["bells.tsv"] == 2
+
+    # Cut short after the web's part (a failure, a kill): the next start completes the removal.
+    original = ui_runtime._store_uploaded
+
+    def fail_once(*args, **kwargs):
+        ui_runtime._store_uploaded = original
+        raise OSError(28, "No space left on device")
+
+    ui_runtime._store_uploaded = fail_once
+    with pytest.raises(FactweaveError, match=r"the removal stopped \(.*No space left"):
+        ui_runtime.remove_sources(["bells.tsv"])
+    ui_runtime.__dict__.pop("_store_uploaded", None)
+    with UIRuntime(ui_runtime.settings, loaded=ui_runtime.loaded, web=ui_runtime.web, progress=False) as restarted:
+        assert not {new, old} & {f.text for f in restarted.generator.index.facts}
+        assert "bells.tsv" not in {row["source"] for row in restarted.sources()}
+        assert not (restarted.uploads_dir / "removing.json").exists()

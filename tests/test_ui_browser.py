@@ -128,7 +128,7 @@ def test_upload_a_triple_file_then_find_and_use_its_fact(browser, ui_url, ui_run
     page.close()
 
 
-def test_upload_a_pdf_then_find_its_fact_with_its_page(browser, ui_url, tmp_path):
+def test_upload_a_pdf_then_find_its_fact_with_its_page_then_remove_it(browser, ui_url, tmp_path):
     from test_documents_formats import make_pdf
 
     pdf = make_pdf(tmp_path / "harbour-report.pdf", ["The harbour report covers the year 1903.",
@@ -143,6 +143,19 @@ def test_upload_a_pdf_then_find_its_fact_with_its_page(browser, ui_url, tmp_path
         "rows => rows.map(r => [r.querySelector('.fw-fact-text').textContent, r.querySelector('.fw-source').textContent])")
     source = [where for fact, where in rows if "Ilse Varga" in fact]
     assert source and "page 2" in source[0] and "harbour-report.pdf" in source[0], rows
+
+    # The documents table lists it; picked and removed, it is gone from the table and the search.
+    row = page.locator('#fw-sources tr[data-source="harbour-report.pdf"] td')
+    assert row.all_text_contents()[1:3] == ["1", "2"]  # one document, two facts
+    page.click("#fw-remove-source input")
+    page.fill("#fw-remove-source input", "harbour-report.pdf")
+    page.click("li[role=option]:has-text('harbour-report.pdf')")
+    page.click("#fw-remove")
+    page.wait_for_selector("#fw-remove-result .fw-ok", timeout=ANSWER_TIMEOUT_MS)
+    assert "Removed harbour-report.pdf: 1 document(s), 2 fact(s)" in page.text_content("#fw-remove-result")
+    expect(page.locator('#fw-sources tr[data-source="harbour-report.pdf"]')).to_have_count(0)
+    page.click("#fw-search")
+    expect(page.locator("#fw-search-results")).not_to_contain_text("Ilse Varga", timeout=ANSWER_TIMEOUT_MS)
     page.close()
 
 

@@ -300,3 +300,53 @@ def test_removing_sources_leaves_the_counts_of_a_web_built_without_them(tmp_path
     build(fresh, [rows], [triples])
     assert removed == counts(fresh)
     assert removed["documents"] < before["documents"] and removed["keywords"] < before["keywords"]
+
+
+def test_adding_a_changed_file_replaces_its_old_version(tmp_path, open_web, graph):
+    """A file is its source: adding it again unchanged changes nothing; a changed Markdown file,
+    JSON corpus (an item edited, one dropped) or triple file (a line edited) replaces what the web
+    held from it, and removing then re-adding a changed file works too. The web then counts what
+    a fresh build of the final files counts, and lists each source with its facts."""
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    for folder in (v1, v2):
+        folder.mkdir()
+    (v1 / "notes.md").write_text((WEB / "notes.md").read_text())
+    (v2 / "notes.md").write_text((WEB / "notes.md").read_text().replace("studies sea ice", "studies krill"))
+    corpus = json.loads((WEB / "corpus.json").read_text())
+    (v1 / "corpus.json").write_text(json.dumps(corpus))
+    (v2 / "corpus.json").write_text(json.dumps([{**corpus[0], "text": corpus[0]["text"].replace("1951", "1952")}]))
+    (v1 / "facts.tsv").write_text("Zorblax Station\tlocated on\tNorvik\nMira Quell\tplace of birth\tOslo\n")
+    (v2 / "facts.tsv").write_text("Zorblax Station\tlocated on\tNorvik\nMira Quell\tplace of birth\tBergen\n")
+
+    def add(web, folder, files):
+        docs = web.add_documents(read_documents([folder / f for f in files if f != "facts.tsv"]),
+                                 SentenceDecomposer(), progress=False)
+        triples = web.add_triples(load_facts(folder / "facts.tsv"), source="facts.tsv", progress=False)
+        return docs, triples
+
+    def counts(web):
+        return {k: v for k, v in web.stats().items() if k != "decomposed_chunks_cached"}
+
+    files = ["notes.md", "corpus.json", "facts.tsv"]
+    web = open_web("changing")
+    add(web, v1, files)
+    before = counts(web)
+    docs, triples = add(web, v1, files)  # unchanged: a no-op
+    assert counts(web) == before and "replaced" not in docs.extra and "replaced" not in triples.extra
+
+    docs, triples = add(web, v2, ["corpus.json", "facts.tsv"])
+    assert docs.extra["replaced"]["documents"] == 2 and triples.extra["replaced"]["facts"] == 1
+    web.remove(["notes.md"])
+    add(web, v2, ["notes.md", "facts.tsv"])
+    changed = counts(web)
+    texts = [h.text for h in web.search("Where was Mira Quell born?", k=10).hits]
+    assert "<Mira Quell> <place of birth> <Bergen> ." in texts and not any("Oslo>" in t for t in texts)
+    assert not any("1951" in t for t in texts) and not any("sea ice" in t for t in [f.text for f in web.facts()])
+    listed = {row["source"]: (row["documents"], row["facts"]) for row in web.sources()}
+    assert set(listed) == {"notes.md", "corpus.json", "facts.tsv"} and listed["facts.tsv"] == (0, 2)
+    assert listed["corpus.json"][0] == 1 and listed["notes.md"][0] == 1
+
+    graph.clear()  # the same graph server: the final files built from nothing
+    fresh = open_web("fresh")
+    add(fresh, v2, files)
+    assert changed == counts(fresh)

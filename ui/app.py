@@ -1,5 +1,5 @@
 """The chat UI (Gradio Blocks): ask, watch the answer stream with its constrained fact spans
-highlighted, read the trace; upload knowledge; choose the tree mode, beams and model.
+highlighted, read the trace; upload knowledge, list its sources and remove one; choose the tree mode, beams and model.
 
 One :class:`~ui.runtime.UIRuntime` (one loaded model) serves every browser session. Answering,
 uploading and switching models share one queue (``concurrency`` at a time, default 2: two
@@ -31,7 +31,7 @@ import gradio as gr
 from agent.errors import FactweaveError
 from agent.pipeline.conversation import assistant_turn, trim_history
 
-from .render import chat_message, search_html, step_line, trace_html
+from .render import chat_message, search_html, sources_html, step_line, trace_html
 from .runtime import AskOptions, UIRuntime, check_question
 from .uploads import ACCEPTED
 
@@ -144,16 +144,33 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         if session and session.get("stop") is not None:
             session["stop"].set()
 
-    def upload(files: list[Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[str, str]:
+    def knowledge() -> tuple[str, str, Any]:
+        """The status line, the sources table and the sources to pick from, as they are now."""
+        sources = runtime.sources()
+        names = [row["source"] for row in sources]
+        return _status(runtime), sources_html(sources), gr.update(choices=names, value=None)
+
+    def upload(files: list[Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[str, str, str, Any]:
         if not files:
             raise gr.Error("choose one or more files first", print_exception=False)
         paths = [Path(getattr(f, "name", f)) for f in files]
         try:
             report = runtime.add_files(paths, lambda fraction, message: progress(fraction, desc=message))
         except FactweaveError as exc:
-            return f'<p class="fw-error">Not added: {gr_escape(str(exc))}</p>', _status(runtime)
+            return f'<p class="fw-error">Not added: {gr_escape(str(exc))}</p>', *knowledge()
         return (f'<p class="fw-ok">Added {gr_escape(report["files"])}: {report["new_facts"]} facts in '
-                f'{report["seconds"]:.1f} s.</p>', _status(runtime))
+                f'{report["seconds"]:.1f} s.</p>', *knowledge())
+
+    def remove(source: str | None, progress: gr.Progress = gr.Progress()) -> tuple[str, str, str, Any]:
+        try:
+            report = runtime.remove_sources([source] if source else [],
+                                            lambda fraction, message: progress(fraction, desc=message))
+        except FactweaveError as exc:
+            return f'<p class="fw-error">Not removed: {gr_escape(str(exc))}</p>', *knowledge()
+        said = (f'Removed {gr_escape(source or "")}: {report.get("documents", 0)} document(s), '
+                f'{report.get("facts", 0)} fact(s) from the web, {report["uploaded_removed"]} from the uploaded '
+                "facts of the fact index.")
+        return f'<p class="fw-ok">{said}</p>', *knowledge()
 
     def search(query: str, k: int) -> str:
         query = " ".join((query or "").split())
@@ -211,6 +228,13 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                 f"); at most {runtime.max_upload_bytes / 1e6:.0f} MB a file"), elem_id="fw-files")
             build_btn = gr.Button("Add to the knowledge", variant="primary", elem_id="fw-build")
             build_result = gr.HTML(elem_id="fw-build-result")
+            listed = runtime.sources()
+            sources = gr.HTML(sources_html(listed), elem_id="fw-sources")
+            with gr.Row():
+                picked = gr.Dropdown([row["source"] for row in listed], value=None, label="Source to remove",
+                                     scale=4, elem_id="fw-remove-source")
+                remove_btn = gr.Button("Remove", variant="stop", scale=1, elem_id="fw-remove")
+            remove_result = gr.HTML(elem_id="fw-remove-result")
             with gr.Row():
                 query = gr.Textbox(label="Search the facts", scale=4, elem_id="fw-search-query")
                 search_k = gr.Slider(1, 50, value=10, step=1, label="k", scale=1)
@@ -226,10 +250,14 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         # finishes normally (cancelling the event instead would leave the model mid-generation).
         stop_btn.click(stop_answer, [session], None, queue=False)
         clear_btn.click(new_conversation, [session], [chat, trace, session], queue=False)
-        build_btn.click(upload, [files], [build_result, status], concurrency_id=QUEUE, concurrency_limit=concurrency)
+        build_btn.click(upload, [files], [build_result, status, sources, picked], concurrency_id=QUEUE,
+                        concurrency_limit=concurrency)
+        remove_btn.click(remove, [picked], [remove_result, status, sources, picked], concurrency_id=QUEUE,
+                         concurrency_limit=concurrency)
         search_btn.click(search, [query, search_k], [found], concurrency_id="factweave-search")
         query.submit(search, [query, search_k], [found], concurrency_id="factweave-search")
         model_btn.click(switch_model, [model], [status], concurrency_id=QUEUE, concurrency_limit=concurrency)
+        app.load(knowledge, None, [status, sources, picked], queue=False)  # another session's changes too
     app.queue(default_concurrency_limit=concurrency, max_size=64)
     return app
 

@@ -296,3 +296,16 @@ def search_html(hits: Sequence[Any]) -> str:
         for h in hits)
     return ('<table class="fw-table fw-search"><thead><tr><th>score</th><th>fact</th><th>source</th></tr></thead>'
             f"<tbody>{rows}</tbody></table>")
+
+
+def sources_html(sources: Sequence[dict[str, Any]]) -> str:
+    """The knowledge tab's documents table: one row per source (a document file, a corpus, a triple
+    file) with its documents and facts, and whether it was uploaded here."""
+    if not sources:
+        return '<p class="fw-dim">The knowledge web holds no documents yet.</p>'
+    rows = "".join(
+        f'<tr data-source="{_e(s["source"])}"><td class="fw-source">{_e(s["source"])}</td>'
+        f'<td>{s["documents"]:,}</td><td>{s["facts"]:,}</td><td>{"yes" if s.get("uploaded") else ""}</td></tr>'
+        for s in sources)
+    return ('<table class="fw-table fw-sources"><thead><tr><th>source</th><th>documents</th><th>facts</th>'
+            f"<th>uploaded</th></tr></thead><tbody>{rows}</tbody></table>")

@@ -3,9 +3,12 @@ the chat model, opened once; each question gets a light :class:`FactAgent` over 
 session's own options (tree mode, beams, k, re-ranking).
 
 Uploaded knowledge goes into the web (documents decomposed into facts, triples verbalized) and
-into the KB fact index: the index is rebuilt as the base knowledge base plus every uploaded fact
-and swapped in. The uploaded facts are kept in ``<web>/uploads/facts.jsonl`` (rewritten
-atomically) so that the extended index is rebuilt for another model, and after a restart.
+into the KB fact index, as an overlay of small trees on the base index. The uploaded facts are
+kept in ``<web>/uploads/facts.jsonl`` (rewritten atomically; each row names the source it came
+from, ``upload``) so that the overlay is rebuilt for another model, and after a restart.
+Removing a source (:meth:`UIRuntime.remove_sources`) takes it out of the web, of facts.jsonl
+and of the overlay (rebuilt from the remaining uploaded facts); so does uploading a changed
+version of a file, whose old facts give way to the new ones.
 
 Example::
 
@@ -29,10 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.errors import FactweaveError
-from agent.files import replacing
-from agent.knowledge.facts import Fact
-
+from agent.files import replacing, write_json
 from agent.index.union import GrowingFactIndex
+from agent.knowledge.facts import Fact
+from agent.web.removal import source_name
 
 from .uploads import DEFAULT_MAX_BYTES, read_uploads
 
@@ -82,7 +85,9 @@ class UIRuntime:
         # A plain lock, not an RLock: a streamed answer may be resumed, and closed, by another thread.
         self._lock = threading.Lock()
         self._answers_done = threading.Condition(self._lock)
-        self._answering: dict[int, int] = {}  # answers in progress per generator (by id)
+        # Answers in progress per base index (by id): what closing a replaced model releases. A
+        # removal gives the generator a new overlay on the same base (``_rebuild_index``).
+        self._answering: dict[int, int] = {}
         # One agent per choice of options for the model loaded (its graph compiled once, its
         # listed-facts reader built once), not one per question.
         self._agents: dict[tuple[Any, ...], FactAgent] = {}
@@ -117,6 +122,10 @@ class UIRuntime:
         self.reranker = Reranker(self.chat)
         self.model_name = name
         self.settings = settings
+        try:
+            self._finish_removing()  # a removal cut short by a failure or a kill: complete it
+        except Exception as exc:  # noqa: BLE001 - the UI starts anyway; the next change tries again
+            log.warning("a removal cut short could not be completed yet (%s); the next change tries again", exc)
         uploaded = self.uploaded_facts()
         if uploaded:
             self._extend_index(uploaded)
@@ -131,31 +140,59 @@ class UIRuntime:
 
     def uploaded_facts(self) -> list[Fact]:
         """Every fact uploaded into this web through the UI so far."""
+        return [fact for _, fact in self._uploaded()]
+
+    def _uploaded(self) -> list[tuple[str, Fact]]:
+        """The uploaded facts with the source each came from (a file's name, as the web's sources
+        are named). A row written before rows named it: its ``source``'s file (a triple's)."""
         path = self.uploads_dir / "facts.jsonl"
         if not path.is_file():
             return []
-        facts = []
+        rows = []
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 row = json.loads(line)
                 if row.get("statement"):
-                    facts.append(Fact.from_statement(row["statement"], row.get("source", "")))
+                    fact = Fact.from_statement(row["statement"], row.get("source", ""))
                 else:
-                    facts.append(Fact(row["subject"], row["predicate"], row["object"], row.get("source", "")))
-        return facts
+                    fact = Fact(row["subject"], row["predicate"], row["object"], row.get("source", ""))
+                rows.append((row.get("upload") or source_name(fact.source), fact))
+        return rows
 
-    def _save_uploaded(self, facts: list[Fact]) -> None:
+    def _save_uploaded(self, rows: list[tuple[str, Fact]]) -> None:
         self.uploads_dir.mkdir(parents=True, exist_ok=True)
         path = self.uploads_dir / "facts.jsonl"
         with replacing(path) as f:
-            for fact in facts:
+            for upload, fact in rows:
                 row = ({"statement": fact.statement} if fact.statement else
                        {"subject": fact.subject, "predicate": fact.predicate, "object": fact.object})
-                f.write(json.dumps({**row, "source": fact.source}, ensure_ascii=False) + "\n")
+                f.write(json.dumps({**row, "source": fact.source, "upload": upload}, ensure_ascii=False) + "\n")
 
     def _extend_index(self, facts: list[Fact]) -> int:
         """Add ``facts`` to the overlay (those it holds already are skipped); how many were added."""
         return len(self.generator.index.grow(facts))
+
+    def _rebuild_index(self, facts: list[Fact]) -> int:
+        """Replace the overlay by one over ``facts`` (the uploaded facts left after a removal); how
+        many it holds. A new generator gets it: answers under way keep the one they started with."""
+        old = self.generator.index
+        index = GrowingFactIndex(old.base, self.generator.tokenizer, max_facts=old.max_facts)
+        index.grow(facts)
+        self.generator = self.generator.with_index(index)
+        self._agents = {}
+        return index.added
+
+    def _store_uploaded(self, rows: list[tuple[str, Fact]]) -> int:
+        """Save ``rows`` as every uploaded fact, then bring the overlay to them: grown when it
+        only gains facts, rebuilt when some are gone. Returns how many facts the overlay gained
+        (fewer than none when it lost some)."""
+        kept = {fact.text for _, fact in rows}
+        gone = any(fact.text not in kept for fact in self.uploaded_facts())
+        self._save_uploaded(rows)
+        before = self.generator.index.added
+        if gone:
+            return self._rebuild_index([fact for _, fact in rows]) - before
+        return self._extend_index([fact for _, fact in rows])
 
     def close(self) -> None:
         generator = getattr(self, "generator", None)
@@ -193,15 +230,15 @@ class UIRuntime:
         from agent.pipeline.conversation import trim_history
 
         with self._lock:
-            generator, agent = self.generator, self.agent(options)
-            self._answering[id(generator)] = self._answering.get(id(generator), 0) + 1
+            key, agent = _base_key(self.generator), self.agent(options)
+            self._answering[key] = self._answering.get(key, 0) + 1
         events = agent.stream(question, history=trim_history(history), beams=options.beams, stop=stop)
         try:
             yield from events
         finally:
             events.close()
             with self._lock:
-                self._answering[id(generator)] -= 1
+                self._answering[key] -= 1
                 self._answers_done.notify_all()
 
     # --- knowledge -----------------------------------------------------------------------------
@@ -213,11 +250,7 @@ class UIRuntime:
         paths = [Path(p) for p in paths]
         batch = read_uploads(paths, max_bytes=self.max_upload_bytes)
         with self._lock:
-            try:
-                self._finish_pending(progress)  # an upload cut short before completes first
-            except Exception as exc:
-                raise FactweaveError(f"an earlier upload that was cut short could not be completed ({_brief(exc)}); "
-                                     "nothing of this upload was added") from exc
+            self._finish_earlier("nothing of this upload was added", progress)
             self._keep_pending(paths)
             try:
                 report = self._apply(batch, progress)
@@ -266,27 +299,107 @@ class UIRuntime:
         from agent.web.decompose import LLMDecomposer, SentenceDecomposer
 
         started = time.perf_counter()
-        new_facts: list[Fact] = []
+        new: list[tuple[str, Fact]] = []  # (the file it came from, the fact)
         report: dict[str, Any] = {"files": batch.describe()}
         if batch.documents:
             progress(0.1, f"decomposing {len(batch.documents)} document(s) into facts")
             remote = self.settings.openai_base_url or self.settings.openai_api_key
             decomposer = LLMDecomposer(self.chat) if remote else SentenceDecomposer()
-            built = self.web.add_documents(batch.documents, decomposer, progress=False)
+            built = self.web.add_documents(batch.documents, decomposer, progress=False)  # a changed file: replaced
             report["documents"] = built.as_dict()
-            new_facts += self.web.document_facts(batch.documents)
+            by_file: dict[str, list[Any]] = {}
+            for document in batch.documents:
+                by_file.setdefault(source_name(document.source), []).append(document)
+            new += [(name, fact) for name, documents in by_file.items() for fact in self.web.document_facts(documents)]
         for i, (name, facts) in enumerate(batch.triples.items()):
             progress(0.4 + 0.3 * i / len(batch.triples), f"adding {len(facts)} triples from {name}")
             report[f"triples:{name}"] = self.web.add_triples(facts, source=name, progress=False).as_dict()
-            new_facts += facts
+            new += [(name, fact) for fact in facts]
         progress(0.75, "adding the facts to the fact index")
-        uploaded = self.uploaded_facts()
-        known = {f.text for f in uploaded}
-        uploaded += [f for f in new_facts if f.text not in known and not known.add(f.text)]
-        self._save_uploaded(uploaded)
-        report["index_added"] = self._extend_index(new_facts)
-        report["new_facts"] = len(new_facts)
+        files = set(batch.triples) | {source_name(document.source) for document in batch.documents}
+        # A file uploaded again is its new version: its earlier rows give way to the new ones.
+        rows = [(name, fact) for name, fact in self._uploaded() if name not in files]
+        known = {fact.text for _, fact in rows}
+        rows += [(name, fact) for name, fact in new if fact.text not in known and not known.add(fact.text)]
+        report["index_added"] = self._store_uploaded(rows)
+        report["new_facts"] = len(new)
         report["seconds"] = round(time.perf_counter() - started, 2)
+        return report
+
+    def _finish_earlier(self, outcome: str, progress: Progress = _no_progress) -> None:
+        """Complete an upload or a removal cut short before (under the lock): changes apply in order."""
+        try:
+            self._finish_removing()
+            self._finish_pending(progress)
+        except Exception as exc:
+            raise FactweaveError(f"an earlier upload or removal that was cut short could not be completed "
+                                 f"({_brief(exc)}); {outcome}") from exc
+
+    # --- removing -----------------------------------------------------------------------------
+
+    def sources(self) -> list[dict[str, Any]]:
+        """The web's sources (documents, triple files) with their counts, and whether the UI
+        uploaded them: ``[{"source", "documents", "facts", "uploaded"}, ...]``."""
+        uploaded = {name for name, _ in self._uploaded()}
+        rows = self.web.sources()
+        held = {row["source"] for row in rows}
+        rows += [{"source": name, "documents": 0, "facts": 0} for name in sorted(uploaded - held)]
+        return [{**row, "uploaded": row["source"] in uploaded} for row in rows]
+
+    def remove_sources(self, sources: list[str], progress: Progress = _no_progress) -> dict[str, Any]:
+        """Remove ``sources`` (named as :meth:`sources` lists them) from the web, from
+        ``uploads/facts.jsonl`` and from the fact index overlay, so that no answer can state their
+        facts any more. A name that is no source raises a one-line :class:`FactweaveError` and
+        removes nothing.
+
+        Crash-safe by order: ``uploads/removing.json`` names the sources before anything is
+        deleted; then the web (resumable through its own journal), facts.jsonl (rewritten
+        atomically), the overlay (memory); the file goes last. A start (or the next upload or
+        removal) that finds the file does the removal again: each step is idempotent."""
+        names = list(dict.fromkeys(" ".join(str(s).split()) for s in sources if str(s).strip()))
+        if not names:
+            raise FactweaveError("choose a source to remove")
+        with self._lock:
+            self._finish_earlier("nothing was removed")
+            listed = [row["source"] for row in self.sources()]
+            unknown = [name for name in names if name not in listed]
+            if unknown:
+                shown = ", ".join(listed[:8]) + (" ..." if len(listed) > 8 else "")
+                raise FactweaveError(f"no source named {', '.join(unknown)}; the sources are {shown or 'none'}")
+            progress(0.1, f"removing {', '.join(names)}")
+            self.uploads_dir.mkdir(parents=True, exist_ok=True)
+            write_json(self._removing_path, {"sources": names})
+            try:
+                report = self._remove(names)
+            except Exception as exc:
+                raise FactweaveError(f"the removal stopped ({_brief(exc)}); it completes with the next upload or "
+                                     "removal, or when the UI starts again") from exc
+            self._removing_path.unlink()
+        progress(1.0, "removed")
+        return report
+
+    @property
+    def _removing_path(self) -> Path:
+        return self.uploads_dir / "removing.json"
+
+    def _remove(self, names: list[str]) -> dict[str, Any]:
+        held = {row["source"] for row in self.web.sources()}
+        in_web = [name for name in names if name in held]
+        report: dict[str, Any] = self.web.remove(in_web).as_dict() if in_web else {"sources": names}
+        rows = self._uploaded()
+        kept = [(name, fact) for name, fact in rows if name not in names]
+        report["uploaded_removed"] = len(rows) - len(kept)
+        if len(kept) < len(rows):
+            self._store_uploaded(kept)
+        return report
+
+    def _finish_removing(self) -> dict[str, Any] | None:
+        """Do again a removal that was cut short (see :meth:`remove_sources`); its report, or None."""
+        path = self._removing_path
+        if not path.is_file():
+            return None
+        report = self._remove(json.loads(path.read_text(encoding="utf-8"))["sources"])
+        path.unlink()
         return report
 
     def offered_models(self) -> list[str]:
@@ -316,8 +429,8 @@ class UIRuntime:
                 self._agents = {}
                 raise
             old = previous[1]
-            self._answers_done.wait_for(lambda: not self._answering.get(id(old)))  # (releases the lock)
-            self._answering.pop(id(old), None)
+            self._answers_done.wait_for(lambda: not self._answering.get(_base_key(old)))  # (releases the lock)
+            self._answering.pop(_base_key(old), None)
             old.close()
             progress(1.0, f"{name} loaded")
 
@@ -327,6 +440,12 @@ class UIRuntime:
         return {"web": str(self.web.folder), "documents": stats.get("documents", 0), "facts": stats.get("facts", 0),
                 "keywords": stats.get("keywords", 0), "index_facts": len(self.generator.index.facts),
                 "uploaded_facts": len(self.uploaded_facts()), "model": self.model_name}
+
+
+def _base_key(generator: Any) -> int:
+    """The base fact index a generator's overlay is on (by id): shared by the generators a
+    removal makes (:meth:`UIRuntime._rebuild_index`), released when the model is replaced."""
+    return id(getattr(generator.index, "base", generator.index))
 
 
 def _brief(exc: BaseException) -> str:

@@ -1,6 +1,7 @@
 """Answering questions with ReFactX: prompt, constrained generation, answer and fact spans."""
 from __future__ import annotations
 
+import copy
 import logging
 import queue
 import re
@@ -231,6 +232,14 @@ class FactGenerator:
         # the old facts while spans are located in the new ones.
         tracker = FactTracker(self._checked(index), self.vocab) if index is not None else None
         self._index, self.tracker = index, tracker
+
+    def with_index(self, index: Any | None) -> FactGenerator:
+        """A generator sharing this one's model, tokenizer, vocabulary and prompt cache, constrained
+        to ``index``; this one is unchanged, so answers under way on it keep the facts they started
+        with (a fact id they state means a fact of their index)."""
+        other = copy.copy(self)
+        other.index = index
+        return other
 
     def close(self) -> None:
         """Release the index's resources (a PostgreSQL pool, a memory map); the model stays loaded."""

@@ -19,11 +19,19 @@ between leaves facts without vectors that the journal still names, never vectors
 Not covered: a triple text two sources both added is one fact node (ids are content hashes);
 removing either source removes it. The cost is one pass over the facts' ids and sources
 (``GraphStore.fact_sources``) plus deletions by id.
+
+Replacing a changed source (:func:`prune_sources`): adding a file the web already holds adds its
+new documents and triples (ids are content hashes, so what is unchanged is skipped), then removes
+what the web holds from that source and the new version lacks, through the same journal. A kill
+in between leaves both versions; adding the file again finishes the replacement.
+
+Listing (:func:`source_counts`): one row per source as a removal names it (:func:`source_name`).
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
@@ -36,6 +44,8 @@ if TYPE_CHECKING:
     from .web import KnowledgeWeb
 
 JOURNAL = "removing.json"
+#: A line of a triple file or a JSONL corpus (``triples.tsv:12``), an inverse fact's too.
+_LINE = re.compile(r":\d+(?: \(inverse\))?$")
 
 
 @dataclass
@@ -57,19 +67,43 @@ def _names(sources: Sequence[str]) -> set[str]:
     return {name for s in sources for name in (s, PurePath(s).name) if name}
 
 
+def source_name(stored: str) -> str:
+    """The source a stored document or fact ``source`` belongs to, as a removal names it:
+    ``corpus.json#3`` -> ``corpus.json``, ``triples.tsv:12`` -> ``triples.tsv``, ``notes.md`` -> itself."""
+    name = stored.split("#", 1)[0]
+    return _LINE.sub("", name) if name == stored else name
+
+
 def _covers(names: set[str], source: str | None) -> bool:
-    if not source:
-        return False
-    return source in names or source.split("#", 1)[0] in names or source.rsplit(":", 1)[0] in names
+    return bool(source) and (source in names or source_name(source) in names)
 
 
-def removal_plan(web: KnowledgeWeb, sources: Sequence[str]) -> dict[str, Any]:
-    """Every id removing ``sources`` deletes (before anything is deleted)."""
+def source_counts(web: KnowledgeWeb) -> list[dict[str, Any]]:
+    """Every source of the web with its documents and facts (one pass over the facts' sources),
+    by name: ``[{"source": "notes.md", "documents": 1, "facts": 4}, ...]``."""
+    counts: dict[str, dict[str, Any]] = {}
+
+    def row(source: str | None) -> dict[str, Any]:
+        name = source_name(source or "")
+        return counts.setdefault(name, {"source": name, "documents": 0, "facts": 0})
+
+    for document in web.graph.documents():
+        row(document.get("source"))["documents"] += 1
+    for fact in web.graph.fact_sources():
+        row(fact.get("source"))["facts"] += 1
+    return [counts[name] for name in sorted(counts)]
+
+
+def removal_plan(web: KnowledgeWeb, sources: Sequence[str], keep: Collection[str] = ()) -> dict[str, Any]:
+    """Every id removing ``sources`` deletes (before anything is deleted); the documents and facts
+    whose ids are in ``keep`` stay (a new version of the sources holds them), with the facts of
+    kept documents."""
     names = _names(sources)
-    documents = [d["id"] for d in web.graph.documents() if _covers(names, d.get("source"))]
+    documents = [d["id"] for d in web.graph.documents() if _covers(names, d.get("source")) and d["id"] not in keep]
     doc_set = set(documents)
     facts = [f["id"] for f in web.graph.fact_sources()
-             if f.get("doc_id") in doc_set or _covers(names, f.get("source"))]
+             if f.get("doc_id") in doc_set or (_covers(names, f.get("source"))
+                                                and f["id"] not in keep and f.get("doc_id") not in keep)]
     keywords = sorted({k for ids in _keywords_of(web, facts) for k in ids})
     return {"sources": list(sources), "documents": documents, "chunks": web.graph.chunks_of_documents(documents),
             "facts": facts, "keywords": keywords}
@@ -83,8 +117,7 @@ def _keywords_of(web: KnowledgeWeb, facts: Sequence[str]) -> Iterable[list[str]]
 def remove_sources(web: KnowledgeWeb, sources: Sequence[str]) -> RemoveReport:
     """Remove ``sources`` from ``web`` (see the module docstring); call under the web's write lock.
     A source that names nothing is an error naming it; nothing is deleted then."""
-    journal = web.folder / JOURNAL
-    resumed = _finish(web, journal) if journal.exists() else None
+    resumed = _resume(web)
     sources = [str(s) for s in dict.fromkeys(sources) if str(s)]
     if not sources:
         if resumed is not None:
@@ -92,13 +125,36 @@ def remove_sources(web: KnowledgeWeb, sources: Sequence[str]) -> RemoveReport:
         raise FactweaveError("name a source to remove (a file as it was added, e.g. notes.md or triples.tsv)")
     plan = removal_plan(web, sources)
     if not plan["documents"] and not plan["facts"]:
-        known = sorted({d["source"].split("#")[0] for d in web.graph.documents() if d.get("source")})
-        hint = f"; its documents come from {', '.join(known[:8])}" + (" ..." if len(known) > 8 else "") if known else ""
+        known = [row["source"] for row in source_counts(web)]
+        hint = f"; its sources are {', '.join(known[:8])}" + (" ..." if len(known) > 8 else "") if known else ""
         raise FactweaveError(f"nothing in {web.folder} comes from {', '.join(sources)}{hint}")
-    write_json(journal, plan)
-    report = _finish(web, journal)
+    report = _remove(web, plan)
     report.resumed = resumed is not None
     return report
+
+
+def prune_sources(web: KnowledgeWeb, sources: Sequence[str], keep: Collection[str]) -> RemoveReport | None:
+    """Remove what ``sources`` brought in earlier that their new version lacks (its document and
+    fact ids are ``keep``): the second half of replacing a changed file (see the module
+    docstring). None when nothing is stale. Call under the web's write lock, after the new
+    version's graph rows are written."""
+    _resume(web)
+    plan = removal_plan(web, [str(s) for s in dict.fromkeys(sources) if str(s)], keep)
+    if not plan["documents"] and not plan["facts"]:
+        return None
+    return _remove(web, plan)
+
+
+def _resume(web: KnowledgeWeb) -> RemoveReport | None:
+    """Finish a removal cut short (its journal is there); its report, or None."""
+    journal = web.folder / JOURNAL
+    return _finish(web, journal) if journal.exists() else None
+
+
+def _remove(web: KnowledgeWeb, plan: dict[str, Any]) -> RemoveReport:
+    journal = web.folder / JOURNAL
+    write_json(journal, plan)
+    return _finish(web, journal)
 
 
 def _finish(web: KnowledgeWeb, journal: Any) -> RemoveReport:

@@ -243,10 +243,30 @@ class KnowledgeWeb:
             self._checkpoint()
 
     def add_documents(self, documents: Iterable[Document], decomposer: Decomposer, *,
-                      batch_chunks: int = 32, progress: bool = True) -> BuildReport:
-        """Decompose and store ``documents``; chunks already stored are skipped."""
+                      batch_chunks: int = 32, progress: bool = True, replace: bool = True) -> BuildReport:
+        """Decompose and store ``documents``; chunks already stored are skipped.
+
+        ``replace``: the documents of each source file given (``notes.md``, ``corpus.json``: their
+        sources, see :func:`.removal.source_name`) are that file's whole content now; what the web
+        held from those files and they lack (an edited file's old version) is removed after they
+        are stored (``report.extra["replaced"]``). Pass ``replace=False`` to add part of a file."""
+        documents = list(documents)
         with self.writing():
-            return self._add_documents(documents, decomposer, batch_chunks, progress)
+            report = self._add_documents(documents, decomposer, batch_chunks, progress)
+            if replace:
+                from .removal import source_name
+
+                self._replace({source_name(d.source) for d in documents}, {d.id for d in documents}, report)
+            return report
+
+    def _replace(self, sources: set[str], keep: set[str], report: BuildReport) -> None:
+        """Write the new version, then remove what ``sources`` held that it lacks (``keep``: its ids)."""
+        from .removal import prune_sources
+
+        self._checkpoint()  # the new version's graph rows first: a kill then leaves both versions
+        pruned = prune_sources(self, sorted(sources), keep)
+        if pruned is not None:
+            report.extra["replaced"] = pruned.as_dict()
 
     def _add_documents(self, documents: Iterable[Document], decomposer: Decomposer, batch_chunks: int,
                        progress: bool) -> BuildReport:
@@ -303,12 +323,21 @@ class KnowledgeWeb:
             )
 
     def add_triples(self, triples: Iterable[Fact], *, source: str = "triples", batch: int = 500,
-                    progress: bool = True) -> BuildReport:
-        """Store verbalized triples as facts whose keywords are their subject and object."""
-        with self.writing():
-            return self._add_triples(triples, source, batch, progress)
+                    progress: bool = True, replace: bool = True) -> BuildReport:
+        """Store verbalized triples as facts whose keywords are their subject and object.
 
-    def _add_triples(self, triples: Iterable[Fact], source: str, batch: int, progress: bool) -> BuildReport:
+        ``replace``: ``triples`` are all of ``source`` now (a file, by name); what the web held
+        from it and they lack is removed after they are stored (``report.extra["replaced"]``).
+        Pass ``replace=False`` to add a source in parts."""
+        with self.writing():
+            given: set[str] = set()
+            report = self._add_triples(triples, source, batch, progress, given)
+            if replace:
+                self._replace({source}, given, report)
+            return report
+
+    def _add_triples(self, triples: Iterable[Fact], source: str, batch: int, progress: bool,
+                     given: set[str]) -> BuildReport:
         started = time.perf_counter()
         report = BuildReport()
         bar = tqdm(desc="triples", unit="fact", disable=not progress, leave=False)
@@ -317,6 +346,7 @@ class KnowledgeWeb:
         def flush() -> None:
             facts, links = [], []
             ids = {stable_id("triple", t.text) for t in pending}
+            given.update(ids)
             # A fact in the graph was written with its links and after its vectors: adding it
             # again would change nothing, so it is not embedded again either.
             seen: set[str] = {row["id"] for row in self.graph.facts_by_ids(list(ids))} | (ids & self._staged.ids)
@@ -485,6 +515,12 @@ class KnowledgeWeb:
 
         with self.writing():
             return remove_sources(self, sources)
+
+    def sources(self) -> list[dict[str, Any]]:
+        """Every source with its documents and facts, by name (see :func:`.removal.source_counts`)."""
+        from .removal import source_counts
+
+        return source_counts(self)
 
     def find_facts(self, question: str, k: int = 10, *, client: ChatClient | None = None,
                    max_subqueries: int = 2, **search_options: Any) -> SearchResult:
