@@ -106,11 +106,14 @@ class FoundFact(BaseModel):
     fact_id: str = Field(description="The fact's id in the knowledge web.")
     text: str = Field(description="The fact.")
     kind: str = Field(description="'document' (decomposed from a document) or 'triple'.")
-    score: float = Field(description="cosine + weight x ppr + weight x passage (the weights are in the tool's "
-                                     "description); the hits are sorted by it.")
+    score: float = Field(description="cosine + weight x ppr + weight x passage + weight x lexical (the weights "
+                                     "are in the tool's description); the hits are sorted by it.")
     cosine: float = Field(description="Similarity of meaning between the query and the fact.")
     ppr: float = Field(description="Personalized PageRank over the keyword-fact graph, relative to the best fact's.")
-    passage: float = Field(description="Mean cosine of the found facts from the same passage.")
+    passage: float = Field(description="Similarity of meaning between the query and the fact's passage as a "
+                                       "whole (a triple: its own cosine).")
+    lexical: float = Field(description="BM25 match of the query's words in the fact, relative to the best "
+                                       "found fact's.")
     degree: int = Field(description="How many of the keywords matching the query's the fact is linked to.")
     keywords: list[str] = Field(description="Those keywords (stored keywords close in meaning to a query keyword).")
     source: str = Field(description="Where the fact came from, in one line.")
@@ -274,7 +277,7 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
 
     weights = GraphSearchSettings()
     search_description = Template(read_prompt("mcp/search_facts.txt")).substitute(
-        ppr_weight=weights.ppr_weight, passage_weight=weights.passage_weight)
+        ppr_weight=weights.ppr_weight, passage_weight=weights.passage_weight, lexical_weight=weights.lexical_weight)
     k_description = Template(read_prompt("mcp/search_facts-k.txt")).substitute(max_k=MAX_K, default_k=DEFAULT_K)
 
     @server.tool(name="search_facts", title="Search the knowledge web", description=search_description,
@@ -298,7 +301,7 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
         return SearchFactsResult(
             query=found.question, keywords=found.keywords, uncovered=found.uncovered,
             hits=[FoundFact(fact_id=h.id, text=h.text, kind=h.kind, score=h.score, cosine=h.cosine, ppr=h.ppr,
-                            passage=h.passage, degree=h.degree,
+                            passage=h.passage, lexical=h.lexical, degree=h.degree,
                             keywords=h.keywords, source=h.source, provenance=h.provenance) for h in found.hits])
 
     return server

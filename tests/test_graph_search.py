@@ -58,7 +58,24 @@ def test_graph_search_finds_a_supporting_fact_the_keyword_route_ranks_below_ten(
     late = [h for h in found if h.id not in keyword_ranked[:10]]
     assert late, "every supporting fact the graph search found was already in the keyword route's top 10"
     assert all(h.ppr > 0 and -1 <= h.cosine <= 1 for h in graph_top)  # the score parts are on each hit
-    assert all(h.score == pytest.approx(h.cosine + 0.6 * h.ppr + 0.5 * h.passage, abs=1e-5) for h in graph_top)
+    weights = GraphSearchSettings()
+    assert all(h.score == pytest.approx(h.cosine + weights.ppr_weight * h.ppr + weights.passage_weight * h.passage
+                                        + weights.lexical_weight * h.lexical, abs=1e-5) for h in graph_top)
+
+
+def test_the_lexical_score_rewards_the_question_s_own_words():
+    """BM25 over the candidates: the fact naming both people of a comparison ranks first, a fact
+    sharing only stop words with the question gets nothing."""
+    from agent.web.graph_search import lexical_scores
+
+    texts = ["Ada Lovelace was born in London in 1815.", "Alan Turing was born in Maida Vale in 1912.",
+             "Ada Lovelace and Alan Turing both worked on computing.", "It was the best of times.",
+             "Charles Babbage designed the Analytical Engine.", "Grace Hopper wrote the first compiler.",
+             "The Colossus computer was built at Bletchley Park.", "London is the capital of England."]
+    scores = lexical_scores("Who was born first, Ada Lovelace or Alan Turing?", texts)
+    assert scores[2] == max(scores) == 1.0 and scores[3] == scores[4] == 0.0
+    assert 0 < scores[0] < 1 and 0 < scores[1] < 1
+    assert lexical_scores("Who was it?", texts) == [0.0] * len(texts)  # stop words only
 
 
 def test_search_is_deterministic(demo_web):

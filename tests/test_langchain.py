@@ -152,7 +152,7 @@ def test_retriever_documents_are_the_web_hits(agent_web):
     for doc, hit in zip(docs, hits):
         assert doc.page_content == hit.text and doc.id == hit.id
         assert doc.metadata == {"id": hit.id, "score": hit.score, "cosine": hit.cosine, "ppr": hit.ppr,
-                                "passage": hit.passage, "degree": hit.degree,
+                                "passage": hit.passage, "lexical": hit.lexical, "degree": hit.degree,
                                 "keywords": hit.keywords, "kind": hit.kind, "source": hit.source,
                                 "provenance": hit.provenance}
     assert any("founded" in d.page_content and "Mira Quell" in d.page_content for d in docs)

@@ -94,6 +94,7 @@ def test_both_tools_are_listed_with_their_schemas(session):
     assert {"hits", "keywords"} <= set(search.output_schema["properties"])
     weights = GraphSearchSettings()  # the score's weights, as the search uses them
     assert f"{weights.ppr_weight} x `ppr`" in search.description and "$" not in search.description
+    assert f"{weights.lexical_weight} x\n`lexical`" in search.description
     for tool in (ask, search):  # what an LLM reads to choose a tool and fill its arguments
         assert len(tool.description) > 200 and tool.annotations.read_only_hint
         assert all(p.get("description") for p in tool.input_schema["properties"].values())
@@ -113,7 +114,8 @@ def test_search_facts_returns_scored_web_facts_with_provenance(session, mcp_web)
         # The graph search's parts, with the weights the tool's description states.
         weights = GraphSearchSettings()
         assert hit["score"] == pytest.approx(hit["cosine"] + weights.ppr_weight * hit["ppr"]
-                                             + weights.passage_weight * hit["passage"], abs=1e-4)
+                                             + weights.passage_weight * hit["passage"]
+                                             + weights.lexical_weight * hit["lexical"], abs=1e-4)
     zorblax = [h for h in hits if "Zorblax" in h["text"]]
     assert zorblax, hits
     for hit in zorblax:

@@ -77,6 +77,14 @@ def test_rebuild_adds_nothing(open_web):
     again = web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
     assert again.facts == 0 and again.chunks_skipped == again.chunks > 0
     assert web.stats() == before
+    # A web built before its chunks were embedded (the passage score): adding its documents
+    # again embeds them, and nothing else changes.
+    assert before["chunk_vectors"] > 0
+    web.chunk_vectors.delete(web.graph.chunks_of_documents([d.id for d in read_documents(DOCS)]))
+    web.chunk_vectors.flush()
+    assert web.stats()["chunk_vectors"] == 0
+    web.add_documents(read_documents(DOCS), SentenceDecomposer(), progress=False)
+    assert web.stats() == before
 
 
 def test_triples_enter_the_same_web(open_web):

@@ -114,7 +114,7 @@ def dataset_web(dataset: str, path: Path, settings: Settings, *, split: str = "d
 
     folder = settings.cache_dir() / "webs" / f"eval-{dataset}-{web_key(dataset, path, split)}"
     web = KnowledgeWeb.open(folder, embedder=settings.embedder)
-    if (folder / _DONE).is_file():
+    if _complete(folder / _DONE):
         return web
     try:
         if progress:
@@ -135,6 +135,15 @@ def dataset_web(dataset: str, path: Path, settings: Settings, *, split: str = "d
         web.close()
         raise
     return web
+
+
+def _complete(done: Path) -> bool:
+    """Whether the web's build finished, with its chunks embedded (a web built before chunk
+    vectors is built again: that embeds them and redoes nothing else)."""
+    try:
+        return "chunk_vectors" in json.loads(done.read_text(encoding="utf-8"))["stats"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def web_fact_index(web: KnowledgeWeb, tokenizer: Any, *, model_name: str = "", progress: bool = True) -> FactIndex:

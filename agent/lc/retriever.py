@@ -48,7 +48,7 @@ class KnowledgeWebRetriever(BaseRetriever):
 def fact_document(hit: FactHit) -> Document:
     """A retrieved fact as a LangChain ``Document``."""
     metadata = {"id": hit.id, "score": hit.score, "cosine": hit.cosine, "ppr": hit.ppr, "passage": hit.passage,
-                "degree": hit.degree,
+                "lexical": hit.lexical, "degree": hit.degree,
                 "keywords": list(hit.keywords), "kind": hit.kind, "source": hit.source,
                 "provenance": dict(hit.provenance)}
     return Document(page_content=hit.text, id=hit.id, metadata=metadata)

@@ -206,12 +206,12 @@ def _print_hits(result, reranked) -> None:
     console = Console(highlight=False)
     picked = {c.id for c in reranked.selected} if reranked is not None else set()
     table = Table(title=escape(f"keywords: {', '.join(result.keywords)}"), show_lines=False)
-    for col in ("#", "score", "cos", "ppr", "deg", "fact", "source"):
+    for col in ("#", "score", "cos", "ppr", "pas", "lex", "deg", "fact", "source"):
         table.add_column(col, overflow="fold")
     for i, hit in enumerate(result.hits, 1):
         mark = "*" if hit.id in picked else ""
-        table.add_row(f"{i}{mark}", f"{hit.score:.3f}", f"{hit.cosine:.3f}", f"{hit.ppr:.3f}", str(hit.degree),
-                      escape(hit.text), escape(hit.source))
+        table.add_row(f"{i}{mark}", f"{hit.score:.3f}", f"{hit.cosine:.3f}", f"{hit.ppr:.3f}", f"{hit.passage:.3f}",
+                      f"{hit.lexical:.3f}", str(hit.degree), escape(hit.text), escape(hit.source))
     console.print(table)
     if result.subqueries:
         console.print(escape("sub-queries: " + "; ".join(result.subqueries)))

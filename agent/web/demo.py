@@ -21,8 +21,14 @@ _DONE = "demo-web.json"
 
 
 def demo_web_ready(folder: Path) -> bool:
-    """Whether ``folder`` holds a completely built demo web."""
-    return (Path(folder) / _DONE).is_file()
+    """Whether ``folder`` holds a completely built demo web (one built before chunks were embedded
+    is not: building it again embeds them and redoes nothing else)."""
+    import json
+
+    try:
+        return bool(json.loads((Path(folder) / _DONE).read_text(encoding="utf-8")).get("chunk_vectors"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def build_demo_web(web: KnowledgeWeb, *, progress: bool = True) -> dict[str, Any]:
@@ -39,5 +45,5 @@ def build_demo_web(web: KnowledgeWeb, *, progress: bool = True) -> dict[str, Any
                                    source="demo KB", progress=progress).as_dict(),
     }
     done = web.folder / _DONE
-    write_json(done, {"corpus": DEMO_CORPUS.name, "kb_splits": list(DEMO_SPLITS)}, indent=None)
+    write_json(done, {"corpus": DEMO_CORPUS.name, "kb_splits": list(DEMO_SPLITS), "chunk_vectors": True}, indent=None)
     return reports

@@ -6,9 +6,10 @@ Two searches (``KnowledgeWeb.search``'s ``method``):
   degree, where the degree is the number of the question's matched keywords the fact is linked to
   (the paper's weight is 1, the default 0.1 was chosen by measurement);
 - ``graph`` (the default): personalized PageRank over the keyword-fact graph, score = cosine +
-  weight x PageRank + weight x the passage's mean cosine (``graph_search``).
+  weight x PageRank + weight x the cosine of the fact's passage + weight x its BM25 match of the
+  question's words (``graph_search``).
 
-Every part is kept on each hit (``cosine``, ``degree``, ``ppr``, ``passage``) so a user can see
+Every part is kept on each hit (``cosine``, ``degree``, ``ppr``, ``passage``, ``lexical``) so a user can see
 why a fact ranks where it does.
 """
 from __future__ import annotations
@@ -38,6 +39,7 @@ class FactHit:
     query: str = ""
     ppr: float = 0.0
     passage: float = 0.0
+    lexical: float = 0.0
 
     @property
     def source(self) -> str:
