@@ -34,7 +34,7 @@ from tqdm import tqdm
 from ..errors import FactweaveError
 from ..files import write_json
 from ..knowledge.facts import Fact
-from .decompose import Decomposer, DecompositionCache, decompose_cached
+from .decompose import Decomposer, DecompositionCache, decompose_many
 from .documents import Chunk, Document, chunk_document, stable_id
 from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
 from .graph_search import GraphSearchSettings, graph_hits
@@ -263,8 +263,8 @@ class KnowledgeWeb:
             for i in range(0, len(todo), batch_chunks):
                 batch = todo[i:i + batch_chunks]
                 rows = []
-                for doc, chunk in batch:
-                    atomic = decompose_cached(decomposer, self.cache, doc.title, doc.text, chunk)
+                decomposed = decompose_many(decomposer, self.cache, [(d.title, d.text, c) for d, c in batch])
+                for (doc, chunk), atomic in zip(batch, decomposed):
                     facts = [
                         {"id": stable_id("fact", chunk.id, f.text), "text": f.text, "kind": "document",
                          "doc_id": doc.id, "chunk_id": chunk.id, "start": f.start, "end": f.end,
