@@ -319,13 +319,6 @@ def main() -> None:
     commit = _commit()
     work = args.work or Path(tempfile.mkdtemp(prefix="web-ingest-"))
     work.mkdir(parents=True, exist_ok=True)
-    try:
-        results = [run_workload(kind, items, embedder, args.repeats, args.embed_sample, work, args.time_limit)
-                   for kind, items in workloads]
-    finally:
-        if args.work is None:
-            shutil.rmtree(work, ignore_errors=True)
-
     import torch
 
     out = {"benchmark": "web_ingest", "commit": commit, "embedder": embedder.name, "batch_size": embedder.batch_size,
@@ -333,10 +326,17 @@ def main() -> None:
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                        "python": platform.python_version(), "torch": torch.__version__,
                        "torch_threads": torch.get_num_threads()},
-           "load_before": load_before, "load_after": [round(x, 2) for x in os.getloadavg()],
-           "results": results}
+           "load_before": load_before, "results": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    results = out["results"]
+    try:
+        for kind, items in workloads:  # the JSON is rewritten after each workload: a cut-short run keeps what it did
+            results.append(run_workload(kind, items, embedder, args.repeats, args.embed_sample, work, args.time_limit))
+            out["load_after"] = [round(x, 2) for x in os.getloadavg()]
+            args.out.write_text(json.dumps(out, indent=2) + "\n")
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
     print("\n| workload | facts | ingest facts/s | embedder alone facts/s | ratio | by CPU time: ingest / alone "
           "facts per CPU-s, ratio | texts embedded per fact | embedding share of ingest | peak RSS (+ graph server) MiB |")
     print("|---|---|---|---|---|---|---|---|---|")
