@@ -14,9 +14,9 @@ the graph rows that need them, once per checkpoint (after the first batch, then 
 ``CHECKPOINT_S`` seconds or ``CHECKPOINT_FACTS`` facts, and at the end): the batches' vectors are
 flushed, then their graph rows written. Flushing per batch rewrote the whole vector index each
 time, which grows with the web; for the same reason checkpoints are spaced to at least
-``CHECKPOINT_FLUSH_SHARE`` times the last flush's duration, so flushing stays a tenth of a build. An interruption at any point leaves chunks (and triples) either
-in the graph with all their vectors present, or not in it and redone by the next build; at most
-one checkpoint's work is lost.
+``CHECKPOINT_FLUSH_SHARE`` times the last flush's duration, so flushing stays a tenth of a build.
+An interruption at any point leaves chunks (and triples) either in the graph with all their
+vectors present, or not in it and redone by the next build; at most one checkpoint's work is lost.
 """
 from __future__ import annotations
 
@@ -351,8 +351,8 @@ class KnowledgeWeb:
         """Embed the facts and keywords not stored yet into the vector indexes (flushed at the
         next checkpoint); return how many keywords were new.
 
-        One ``encode`` call for both, each distinct text once: the embedder sorts its input by
-        length, so short keywords and longer facts fill their own batches. A fact whose vector
+        One ``encode`` call for both, each distinct text once (the embedder batches short
+        keywords and longer facts apart, each by length). A fact whose vector
         is already stored (its id is a hash of its text; a build killed after a checkpoint's
         flush, before its graph rows) is not embedded again.
         """
