@@ -396,6 +396,17 @@ def test_embedder_shapes_and_normalization(embedder):
     assert empty.shape == (0, 384) and empty.dtype == np.float32
 
 
+def test_short_and_long_texts_in_their_own_batches_keep_their_rows(embedder):
+    from agent.embeddings import SHORT_TEXT_CHARS
+
+    texts = ["Paris", "The Journal of Psychotherapy Integration is a peer-reviewed academic journal.",
+             "marie curie", "<Laurie Graff> <place of birth> <New York> .", "1867"]
+    assert sorted(len(t) <= SHORT_TEXT_CHARS for t in texts) == [False, False, True, True, True]
+    mixed = embedder.encode(texts)
+    alone = np.stack([embedder.encode([t])[0] for t in texts])
+    np.testing.assert_allclose(mixed, alone, atol=1e-5)
+
+
 def test_embedder_semantics(embedder):
     paris, capital, plants = embedder.encode(["Paris", "capital of France", "photosynthesis"])
     assert paris @ capital > paris @ plants + 0.2

@@ -167,3 +167,69 @@ def test_initials_and_abbreviations_do_not_end_sentences():
     text = "The study began with G. Stanley Hall's book. Dr. Quell lives in St. Louis. She is 70."
     assert [text[a:b] for a, b in sentence_spans(text)] == [
         "The study began with G. Stanley Hall's book.", "Dr. Quell lives in St. Louis.", "She is 70."]
+
+
+class _PassageChat:
+    """A real ChatClient (served over real HTTP) that states the passage's first sentence and
+    counts the requests in flight at once; each waits until ``wait_for`` are in flight (at most
+    2 s), so a decomposer that sends fewer at a time shows up as a lower peak. ``fail_on``: the
+    title whose request fails."""
+
+    def __init__(self, wait_for: int = 1, fail_on: str | None = None) -> None:
+        import threading
+
+        self.name, self.wait_for, self.fail_on = "passages", wait_for, fail_on
+        self.titles: list[str] = []
+        self.in_flight = self.peak = 0
+        self._changed = threading.Condition()
+
+    def complete(self, messages, *, max_tokens=256, temperature=0.0, stop=None) -> str:
+        title, passage = (line.split(": ", 1)[1] for line in messages[-1]["content"].splitlines()[:2])
+        with self._changed:
+            self.titles.append(title)
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self.in_flight >= self.wait_for, timeout=2)
+        try:
+            if title == self.fail_on:
+                raise RuntimeError("the model is down")
+            return "- " + passage.split(". ")[0].rstrip(".") + "."
+        finally:
+            with self._changed:
+                self.in_flight -= 1
+
+
+def test_llm_decomposer_sends_bounded_concurrent_requests_and_resumes_from_its_cache(serve_chat, tmp_path):
+    from agent.errors import FactweaveError
+    from agent.llm import OpenAIChat
+    from agent.llm.server import ServerLimits
+    from agent.web.decompose import LLMDecomposer, decompose_many
+
+    docs = [Document(f"Station {i}", f"Station {i} was founded in {1900 + i} by Ada Berg. It is cold.", "s")
+            for i in range(8)]
+    work = [(d.title, d.text, chunk_document(d)[0]) for d in docs]
+    path = tmp_path / "decompositions.jsonl"
+    limits = ServerLimits(max_concurrency=8, max_queue=8)  # the server would take 8 at once
+
+    def decomposer(chat: _PassageChat, concurrency: int | None = None) -> LLMDecomposer:
+        client = OpenAIChat("passages", base_url=serve_chat(chat, limits=limits), max_retries=0)
+        return LLMDecomposer(client, concurrency=concurrency)
+
+    failing = _PassageChat(wait_for=4, fail_on="Station 5")
+    with pytest.raises(FactweaveError):
+        decompose_many(decomposer(failing), DecompositionCache(path), work)  # 4 at a time by default
+    assert failing.peak == 4
+    assert len(DecompositionCache(path)) == len(set(failing.titles)) - 1 >= 4  # all answered ones kept
+
+    chat = _PassageChat()
+    facts = decompose_many(decomposer(chat, concurrency=1), DecompositionCache(path), work)
+    assert sorted(chat.titles) == sorted({d.title for d in docs} - set(failing.titles) | {"Station 5"})
+    assert chat.peak == 1
+    assert [[f.text for f in per_chunk] for per_chunk in facts] == \
+        [[f"Station {i} was founded in {1900 + i} by Ada Berg."] for i in range(8)]
+    assert all(d.text[f[0].start:f[0].end] == f[0].text for d, f in zip(docs, facts))
+
+    again = _PassageChat()
+    assert decompose_many(decomposer(again), DecompositionCache(path), work) == facts
+    assert again.titles == []

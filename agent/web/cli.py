@@ -100,10 +100,13 @@ def web_group() -> None:
               help="How documents become atomic facts. auto: llm when an OpenAI-compatible endpoint is "
                    "configured, else sentences (the local model on a CPU is slow and splits sentences).")
 @click.option("--chunk-size", type=click.IntRange(100, 20000), default=None, help="Characters per chunk (800).")
+@click.option("--llm-concurrency", type=click.IntRange(1, 64), default=None,
+              help="--decomposer llm: chunks sent to the chat model at a time (default: 4 to an "
+                   "OpenAI-compatible endpoint, 1 to the local model).")
 @_web_options
 @_llm_options
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
-def web_build(docs, triples, inverse, decomposer, chunk_size, web_dir, llm_model, base_url, as_json,
+def web_build(docs, triples, inverse, decomposer, chunk_size, llm_concurrency, web_dir, llm_model, base_url, as_json,
               **web_options) -> None:
     """Add documents (text, Markdown, JSON, JSONL files or folders) and triples to a web.
 
@@ -130,8 +133,8 @@ def web_build(docs, triples, inverse, decomposer, chunk_size, web_dir, llm_model
         if not docs and not triples:
             reports.update(build_demo_web(web))
         if docs:
-            chosen = (LLMDecomposer(_chat_client(llm_model, base_url)) if decomposer == "llm"
-                      else SentenceDecomposer())
+            chosen = (LLMDecomposer(_chat_client(llm_model, base_url), concurrency=llm_concurrency)
+                      if decomposer == "llm" else SentenceDecomposer())
             reports["documents"] = web.add_documents(read_documents(docs), chosen).as_dict()
             reports["documents"]["decomposer"] = chosen.fingerprint
         for path in triples:

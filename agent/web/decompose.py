@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -45,6 +47,9 @@ class AtomicFact:
 
 
 class Decomposer(Protocol):
+    """``decompose`` may be called from several threads at once when ``concurrency`` (optional,
+    default 1) is above 1: that many chunks are decomposed at a time."""
+
     fingerprint: str
 
     def decompose(self, title: str, text: str, chunk: Chunk) -> list[AtomicFact]: ...
@@ -132,6 +137,10 @@ def best_sentence(fact: str, sentences: list[tuple[int, int]], text: str) -> tup
     return best
 
 
+#: Requests the LLM decomposer keeps in flight to an OpenAI-compatible endpoint.
+DEFAULT_CONCURRENCY = 4
+
+
 class LLMDecomposer:
     """Atomic facts written by a chat model from the prompts in ``prompts/web/decompose/``.
 
@@ -140,11 +149,23 @@ class LLMDecomposer:
     words are mostly absent from the chunk are dropped (a model echoing its example, or adding
     what it knows), and a leading pronoun left by the model is resolved like
     :class:`SentenceDecomposer` does.
+
+    ``concurrency``: how many chunks are sent at a time. An endpoint serves requests in parallel
+    (an API, vLLM), so the default is :data:`DEFAULT_CONCURRENCY` for an OpenAI-compatible
+    client; a local model shares this machine's cores with everything else, so 1 there.
     """
 
     prompt_folder = "web/decompose"
 
-    def __init__(self, client: ChatClient, max_tokens: int = 320, min_support: float = 0.6) -> None:
+    def __init__(self, client: ChatClient, max_tokens: int = 320, min_support: float = 0.6,
+                 concurrency: int | None = None) -> None:
+        from ..llm.client import OpenAIChat
+
+        if concurrency is None:
+            concurrency = DEFAULT_CONCURRENCY if isinstance(client, OpenAIChat) else 1
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+        self.concurrency = concurrency
         self.client = client
         self.max_tokens = max_tokens
         self.min_support = min_support
@@ -236,3 +257,44 @@ def decompose_cached(decomposer: Decomposer, cache: DecompositionCache | None, t
         facts = decomposer.decompose(title, text, chunk)
         cache.put(key, facts)
     return facts
+
+
+def decompose_many(decomposer: Decomposer, cache: DecompositionCache | None,
+                   work: Sequence[tuple[str, str, Chunk]]) -> list[list[AtomicFact]]:
+    """:func:`decompose_cached` for each ``(title, document text, chunk)`` of ``work``, in order.
+
+    Chunks not in the cache go to ``decomposer`` up to its ``concurrency`` at a time; each is
+    cached as soon as its facts are in, so when one fails the others already answered are kept
+    and a resumed build asks only for what is missing. The first failure is raised once the
+    requests in flight have ended (those not yet sent are not sent).
+    """
+    keys = [DecompositionCache.key(decomposer, chunk) if cache is not None else "" for _, _, chunk in work]
+    found = [cache.get(key) if cache is not None else None for key in keys]
+    missing = [i for i, facts in enumerate(found) if facts is None]
+    workers = min(int(getattr(decomposer, "concurrency", 1) or 1), len(missing))
+    if workers <= 1:
+        for i in missing:
+            found[i] = decompose_cached(decomposer, cache, *work[i])
+        return found  # type: ignore[return-value]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="decompose") as pool:
+        futures = {pool.submit(decomposer.decompose, *work[i]): i for i in missing}
+        pending = set(futures)
+        error: BaseException | None = None
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for future in done:
+                if future.cancelled():
+                    continue
+                if future.exception() is not None:
+                    error = error or future.exception()
+                    continue
+                i = futures[future]
+                found[i] = future.result()
+                if cache is not None:
+                    cache.put(keys[i], found[i])
+            if error is not None:
+                for future in pending:
+                    future.cancel()
+        if error is not None:
+            raise error
+    return found  # type: ignore[return-value]

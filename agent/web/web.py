@@ -14,9 +14,10 @@ and a chunk is marked done in the same transaction as its facts. Vectors are mad
 the graph rows that need them, once per checkpoint (after the first batch, then every
 ``CHECKPOINT_S`` seconds or ``CHECKPOINT_FACTS`` facts, and at the end): the batches' vectors are
 flushed, then their graph rows written. Flushing per batch rewrote the whole vector index each
-time, which grows with the web. An interruption at any point leaves chunks (and triples) either
-in the graph with all their vectors present, or not in it and redone by the next build; at most
-one checkpoint's work is lost.
+time, which grows with the web; for the same reason checkpoints are spaced to at least
+``CHECKPOINT_FLUSH_SHARE`` times the last flush's duration, so flushing stays a tenth of a build.
+An interruption at any point leaves chunks (and triples) either in the graph with all their
+vectors present, or not in it and redone by the next build; at most one checkpoint's work is lost.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from tqdm import tqdm
 from ..errors import FactweaveError
 from ..files import write_json
 from ..knowledge.facts import Fact
-from .decompose import Decomposer, DecompositionCache, decompose_cached
+from .decompose import Decomposer, DecompositionCache, decompose_many
 from .documents import Chunk, Document, chunk_document, stable_id
 from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
 from .graph_search import GraphSearchSettings, graph_hits
@@ -57,6 +58,8 @@ KEYWORD_CANDIDATES = 1000
 #: How much building work a kill may lose (see the module docstring).
 CHECKPOINT_S = 30.0
 CHECKPOINT_FACTS = 50_000
+#: Checkpoints are at least this many times as far apart as the last flush took.
+CHECKPOINT_FLUSH_SHARE = 10
 
 
 @dataclass
@@ -288,8 +291,8 @@ class KnowledgeWeb:
             for i in range(0, len(todo), batch_chunks):
                 batch = todo[i:i + batch_chunks]
                 rows = []
-                for doc, chunk in batch:
-                    atomic = decompose_cached(decomposer, self.cache, doc.title, doc.text, chunk)
+                decomposed = decompose_many(decomposer, self.cache, [(d.title, d.text, c) for d, c in batch])
+                for (doc, chunk), atomic in zip(batch, decomposed):
                     facts = [
                         {"id": stable_id("fact", chunk.id, f.text), "text": f.text, "kind": "document",
                          "doc_id": doc.id, "chunk_id": chunk.id, "start": f.start, "end": f.end,
@@ -381,19 +384,28 @@ class KnowledgeWeb:
         return report
 
     def _store_vectors(self, facts: list[dict], links: list[dict]) -> int:
-        """Embed facts and the keywords not stored yet into the vector indexes (flushed at the
-        next checkpoint); return how many keywords were new."""
+        """Embed the facts and keywords not stored yet into the vector indexes (flushed at the
+        next checkpoint); return how many keywords were new.
+
+        One ``encode`` call for both, each distinct text once (the embedder batches short
+        keywords and longer facts apart, each by length). A fact whose vector
+        is already stored (its id is a hash of its text; a build killed after a checkpoint's
+        flush, before its graph rows) is not embedded again.
+        """
         names = {link["keyword_id"]: link["name"] for link in links}
         have = self.keyword_vectors.fetch(list(names)) if names else {}
         new = [(kid, name) for kid, name in names.items() if kid not in have]
-        if new:
-            vectors = self.embedder.encode([name for _, name in new])
-            self.keyword_vectors.upsert([kid for kid, _ in new], vectors,
-                                        [{"name": name} for _, name in new])
-        if facts:
-            vectors = self.embedder.encode([f["text"] for f in facts])
-            self.fact_vectors.upsert([f["id"] for f in facts], vectors,
-                                     [{"kind": f["kind"]} for f in facts])
+        stored = self.fact_vectors.fetch([f["id"] for f in facts]) if facts else {}
+        facts = [f for f in facts if f["id"] not in stored]
+        texts = list(dict.fromkeys([name for _, name in new] + [f["text"] for f in facts]))
+        if texts:
+            vectors = dict(zip(texts, self.embedder.encode(texts)))
+            if new:
+                self.keyword_vectors.upsert([kid for kid, _ in new], np.stack([vectors[n] for _, n in new]),
+                                            [{"name": name} for _, name in new])
+            if facts:
+                self.fact_vectors.upsert([f["id"] for f in facts], np.stack([vectors[f["text"]] for f in facts]),
+                                         [{"kind": f["kind"]} for f in facts])
         return len(new)
 
     def _store_chunk_vectors(self, chunks: Sequence[Chunk]) -> None:
@@ -423,15 +435,19 @@ class KnowledgeWeb:
         staged = self._staged
         staged.writes.append(write)
         staged.facts += facts
-        if (not staged.checkpoints or staged.facts >= CHECKPOINT_FACTS
-                or time.monotonic() - staged.since >= CHECKPOINT_S):
+        # A flush rewrites the whole index, so in a large web it is spaced out to take at most
+        # 1 / CHECKPOINT_FLUSH_SHARE of the build.
+        due = max(CHECKPOINT_S, CHECKPOINT_FLUSH_SHARE * staged.flush_s)
+        if not staged.checkpoints or staged.facts >= CHECKPOINT_FACTS or time.monotonic() - staged.since >= due:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
         """Flush the vectors, then write the graph rows that need them (see the module docstring)."""
         staged = self._staged
+        started = time.monotonic()
         for vectors in self._vector_indexes():
             vectors.flush()
+        staged.flush_s = time.monotonic() - started
         while staged.writes:
             staged.writes[0]()
             staged.writes.pop(0)
@@ -575,6 +591,7 @@ class _Staged:
     facts: int = 0
     since: float = field(default_factory=time.monotonic)
     checkpoints: int = 0
+    flush_s: float = 0.0  # how long the last checkpoint's flush took
 
 
 def _as_fact(row: dict[str, Any]) -> Fact:
