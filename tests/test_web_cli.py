@@ -72,16 +72,25 @@ def test_build_search_stats_with_the_embedded_server(tmp_path, cache_dir, openai
     unknown = run("web", "remove", "notes.md", "--web", web, cache=cache_dir)
     assert one_error_line(unknown).startswith("Error: nothing in ") and "corpus.json" in unknown.stderr
 
-    # A PDF added to the web: its fact is found with its page.
-    from test_documents_formats import make_pdf
+    # A PDF, an HTML page and a DOCX file added to the web: a question about each finds its fact
+    # with its page or heading path.
+    from test_documents_formats import PAGE, make_docx, make_pdf
 
     pdf = make_pdf(tmp_path / "harbour-report.pdf", ["The harbour report covers the year 1903.",
                                                       "The Velmora breakwater was designed by Ilse Varga."])
-    added = run("web", "build", str(pdf), "--web", web, "--json", cache=cache_dir)
+    html = tmp_path / "guide.html"
+    html.write_text(PAGE, encoding="utf-8")
+    docx = make_docx(tmp_path / "harbour.docx")
+    added = run("web", "build", str(pdf), str(html), str(docx), "--web", web, "--json", cache=cache_dir)
     assert added.returncode == 0, added.stderr
-    found = run("web", "search", "Who designed the Velmora breakwater?", "--web", web, "--json", cache=cache_dir)
-    hits = [h for h in json.loads(found.stdout)["hits"] if "Ilse Varga" in h["text"]]
-    assert hits and hits[0]["provenance"]["page"] == 2 and "page 2" in hits[0]["source_line"], found.stdout
+    for question, words, where in (("Who designed the Velmora breakwater?", "Ilse Varga", "page 2"),
+                                   ("What is the package called on Linux?", "factweave-cli", "Install > Linux"),
+                                   ("What guards the northern entrance of the harbour?", "Quillon Vale",
+                                    "Lighthouses")):
+        found = run("web", "search", question, "--web", web, "--json", cache=cache_dir)
+        hits = [h for h in json.loads(found.stdout)["hits"] if words in h["text"]]
+        assert hits and where in hits[0]["source_line"], (question, found.stdout)
+    assert hits[0]["provenance"]["heading"] == "Harbour report > Lighthouses"
 
 
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
