@@ -16,9 +16,15 @@ timed on the same machine moments apart, it moves much less with the machine's l
 rate. On a machine shared with other work the wall-clock rates swing with the load, so the same
 figures are also given per CPU second (this process's, plus the graph server's for the ingest),
 which the load moves much less. Each repeat alternates which of the two goes first; medians are
-reported. Also: texts
-embedded per fact (facts + new keywords), where the ingest time went (embedding, vector flushes,
-graph writes), peak RSS of this process and of it with the graph server (sampled with psutil).
+reported.
+
+A second ratio compares the ingest with the embedder alone on every text the ingest embedded
+(facts, their new keywords, the chunks), replaying its ``encode`` calls one by one after it
+(with ``--embed-sample``, evenly spaced calls holding about that many texts, scaled by text
+count): what everything but the embedding costs. The first ratio also charges the ingest for
+the keywords and chunks it must embed, which the embedder alone on the facts does not. Also:
+texts embedded per fact, where the ingest time went (embedding, vector flushes, graph writes),
+peak RSS of this process and of it with the graph server (sampled with psutil).
 
     PYTHONPATH=. .venv/bin/python benchmarks/web_ingest.py                       # demo KAMEL 2,000 + 150 passages, 3 repeats
     PYTHONPATH=. .venv/bin/python benchmarks/web_ingest.py --kb ../shared/data/kamel --facts 0 \\
@@ -62,6 +68,7 @@ class CountingEmbedder:
         self.name, self.fingerprint, self.dim = inner.name, inner.fingerprint, inner.dim
         self.texts = 0
         self.seconds = 0.0
+        self.calls: list[list[str]] = []  # every call's texts, for the embedder alone to replay
 
     @property
     def batch_size(self) -> int:
@@ -77,6 +84,7 @@ class CountingEmbedder:
         finally:
             self.seconds += time.perf_counter() - started
             self.texts += len(texts)
+            self.calls.append(list(texts))
 
 
 class PeakRSS:
@@ -208,7 +216,7 @@ def ingest(kind: str, items: list, embedder: Any, work: Path, time_limit: float 
             "facts_per_cpu_s": round(report.facts / max(cpu + server_cpu, 1e-9), 1),
             "texts_embedded": counting.texts,
             "texts_per_fact": round(counting.texts / max(report.facts, 1), 2),
-            "embed_s": round(counting.seconds, 2), **{k: round(v, 2) for k, v in parts.items()},
+            "embed_s": round(counting.seconds, 2), "_calls": counting.calls, **{k: round(v, 2) for k, v in parts.items()},
             "peak_rss_mib": _mib(peak.own), "peak_rss_with_graph_server_mib": _mib(peak.total),
             "stats": {k: stats.get(k) for k in ("facts", "keywords", "mentions", "fact_vectors", "keyword_vectors")}}
 
@@ -223,6 +231,24 @@ def embed_only(texts: list[str], embedder: Any) -> dict:
     return {"seconds": round(seconds, 2), "texts": len(texts), "facts_per_s": round(len(texts) / seconds, 1),
             "cpu_s": round(cpu, 2), "facts_per_cpu_s": round(len(texts) / max(cpu, 1e-9), 1),
             "peak_rss_mib": _mib(peak.own)}
+
+
+def replay(calls: list[list[str]], embedder: Any, sample: int) -> dict:
+    """The embedder alone on the very texts the ingest embedded (facts, new keywords, chunks),
+    call by call as the ingest made them; with ``sample``, evenly spaced calls holding at least
+    that many texts, the time scaled to all of them by text count."""
+    total = sum(len(c) for c in calls)
+    chosen = calls[:: max(1, total // sample)] if sample and sample < total else calls
+    texts = sum(len(c) for c in chosen)
+    cpu = time.process_time()
+    started = time.perf_counter()
+    for call in chosen:
+        embedder.encode(call, progress=False)
+    seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu
+    scale = total / max(texts, 1)
+    return {"calls": len(chosen), "of_calls": len(calls), "texts": texts, "of_texts": total,
+            "seconds_all": round(seconds * scale, 2), "cpu_s_all": round(cpu * scale, 2)}
 
 
 def fact_texts(kind: str, items: list, chunk_size: int) -> list[str]:
@@ -255,13 +281,20 @@ def run_workload(kind: str, items: list, embedder: Any, repeats: int, sample: in
                 row["embed_only"] = embed_only(texts, embedder)
             else:
                 row["ingest"] = ingest(kind, items, embedder, work, time_limit)
+                calls = row["ingest"].pop("_calls")
+                row["embed_same_texts"] = replay(calls, embedder, sample)
+                del calls
         row["ratio"] = round(row["ingest"]["facts_per_s"] / row["embed_only"]["facts_per_s"], 3)
         row["cpu_ratio"] = round(row["ingest"]["facts_per_cpu_s"] / row["embed_only"]["facts_per_cpu_s"], 3)
+        same, done = row["embed_same_texts"], row["ingest"]
+        row["same_texts_ratio"] = round(same["seconds_all"] / done["seconds"], 3)
+        row["same_texts_cpu_ratio"] = round(same["cpu_s_all"] / (done["cpu_s"] + done["graph_server_cpu_s"]), 3)
         row["load_before"], row["load_after"] = load_before, [round(x, 2) for x in os.getloadavg()]
         runs.append(row)
         print(f"{kind} repeat {r + 1}/{repeats}: ingest {row['ingest']['facts_per_s']} facts/s, "
               f"embedder alone {row['embed_only']['facts_per_s']} texts/s, ratio {row['ratio']} "
-              f"(by CPU time {row['cpu_ratio']}), "
+              f"(by CPU time {row['cpu_ratio']}); against the embedder alone on all the texts it embedded "
+              f"{row['same_texts_ratio']} (by CPU time {row['same_texts_cpu_ratio']}), "
               f"load {load_before[0]}-{row['load_after'][0]}", flush=True)
 
     def med(f) -> float:
@@ -274,7 +307,9 @@ def run_workload(kind: str, items: list, embedder: Any, repeats: int, sample: in
             "ratio": med(lambda x: x["ratio"]),
             "ingest_facts_per_cpu_s": med(lambda x: x["ingest"]["facts_per_cpu_s"]),
             "embed_only_facts_per_cpu_s": med(lambda x: x["embed_only"]["facts_per_cpu_s"]),
-            "cpu_ratio": med(lambda x: x["cpu_ratio"]), "texts_per_fact": runs[0]["ingest"]["texts_per_fact"],
+            "cpu_ratio": med(lambda x: x["cpu_ratio"]),
+            "same_texts_ratio": med(lambda x: x["same_texts_ratio"]),
+            "same_texts_cpu_ratio": med(lambda x: x["same_texts_cpu_ratio"]), "texts_per_fact": runs[0]["ingest"]["texts_per_fact"],
             "embed_share": med(lambda x: x["ingest"]["embed_s"] / x["ingest"]["seconds"]),
             "peak_rss_mib": max(x["ingest"]["peak_rss_mib"] for x in runs),
             "peak_rss_with_graph_server_mib": max(x["ingest"]["peak_rss_with_graph_server_mib"] for x in runs),
@@ -338,13 +373,15 @@ def main() -> None:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     print("\n| workload | facts | ingest facts/s | embedder alone facts/s | ratio | by CPU time: ingest / alone "
-          "facts per CPU-s, ratio | texts embedded per fact | embedding share of ingest | peak RSS (+ graph server) MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "facts per CPU-s, ratio | against the embedder alone on every text the ingest embedded: ratio (by CPU time) "
+          "| texts embedded per fact | embedding share of ingest | peak RSS (+ graph server) MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         cut = f" of {r['items']:,}" if r["items_ingested"] < r["items"] else ""
         print(f"| {r['workload']} ({r['items_ingested']:,}{cut} {'triples' if r['workload'] == 'triples' else 'passages'}) | "
               f"{r['facts']:,} | {r['ingest_facts_per_s']} | {r['embed_only_facts_per_s']} | {r['ratio']} | "
               f"{r['ingest_facts_per_cpu_s']} / {r['embed_only_facts_per_cpu_s']}, {r['cpu_ratio']} | "
+              f"{r['same_texts_ratio']} ({r['same_texts_cpu_ratio']}) | "
               f"{r['texts_per_fact']} | {r['embed_share']:.0%} | {r['peak_rss_mib']:,} ({r['peak_rss_with_graph_server_mib']:,}) |")
     print(f"(medians of {args.repeats} repeat(s); load {load_before[0]}-{out['load_after'][0]} on "
           f"{os.cpu_count()} CPUs; JSON: {args.out})")
