@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zipfile
 from html import unescape
 from pathlib import Path
 
@@ -206,6 +207,12 @@ def test_uploads_are_classified_and_checked_whole(tmp_path):
     assert bomb.stat().st_size < 64 * 1024
     with pytest.raises(FactweaveError, match=r"bomb\.tsv\.gz: unpacks to more than the upload limit"):
         read_uploads([bomb], max_bytes=64 * 1024)
+    docx_bomb = tmp_path / "bomb.docx"  # 20 MB of XML packed into a few kB
+    with zipfile.ZipFile(docx_bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/document.xml", "<w:p/>" * 3_500_000)
+    assert docx_bomb.stat().st_size < 64 * 1024
+    with pytest.raises(FactweaveError, match=r"^bomb\.docx: unpacks to 21\.0 MB, more than the 16\.8 MB a DOCX"):
+        read_uploads([docx_bomb], max_bytes=64 * 1024)
     (tmp_path / "broken.tsv.gz").write_bytes(b"\x1f\x8b not gzip")
     with pytest.raises(FactweaveError, match=r"broken\.tsv\.gz: "):
         read_uploads([tmp_path / "broken.tsv.gz"])

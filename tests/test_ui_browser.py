@@ -37,15 +37,18 @@ def _wait_answer(page, question: str) -> dict:
     return json.loads(page.text_content("#fw-trace pre.fw-trace-json"))
 
 
-def _upload(page, url: str, path: Path, content: str | None, outcome: str) -> None:
-    """Open the Knowledge tab, upload ``path`` (written with ``content`` unless None), press the
-    build button and wait for its ``ok`` or ``error`` message."""
+def _upload(page, url: str, path: Path | list[Path], content: str | None, outcome: str) -> None:
+    """Open the Knowledge tab, upload ``path`` (written with ``content`` unless None; a list: the
+    files chosen together), press the build button and wait for its ``ok`` or ``error`` message."""
     page.goto(url)
     page.click("button[role=tab]:has-text('Knowledge')")
+    paths = path if isinstance(path, list) else [path]
     if content is not None:
         path.write_text(content)
-    page.set_input_files("#fw-files input[type=file]", str(path))
-    page.wait_for_selector(f"#fw-files :text('{path.name}')", timeout=ANSWER_TIMEOUT_MS)  # a busy machine is slow
+    page.set_input_files("#fw-files input[type=file]", [str(p) for p in paths])
+    for p in paths:  # a busy machine is slow
+        expect(page.locator("#fw-files").get_by_role("cell", name=p.name, exact=True)).to_be_visible(
+            timeout=ANSWER_TIMEOUT_MS)
     page.click("#fw-build")
     page.wait_for_selector(f"#fw-build-result .fw-{outcome}", timeout=ANSWER_TIMEOUT_MS)
 
@@ -128,23 +131,34 @@ def test_upload_a_triple_file_then_find_and_use_its_fact(browser, ui_url, ui_run
     page.close()
 
 
-def test_upload_a_pdf_then_find_its_fact_with_its_page_then_remove_it(browser, ui_url, tmp_path):
-    from test_documents_formats import make_pdf
+def test_upload_a_pdf_an_html_page_and_a_docx_then_find_each_fact_with_its_place_then_remove_one(
+        browser, ui_url, tmp_path):
+    from test_documents_formats import PAGE, make_docx, make_pdf
 
     pdf = make_pdf(tmp_path / "harbour-report.pdf", ["The harbour report covers the year 1903.",
                                                       "The Velmora breakwater was designed by Ilse Varga."])
+    html = tmp_path / "guide.html"
+    html.write_text(PAGE, encoding="utf-8")
+    docx = make_docx(tmp_path / "harbour.docx")
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    _upload(page, ui_url, pdf, None, "ok")
-    page.fill("#fw-search-query textarea", "Who designed the Velmora breakwater?")
-    page.click("#fw-search")
-    page.wait_for_selector("#fw-search-results td.fw-fact-text", timeout=ANSWER_TIMEOUT_MS)
-    rows = page.eval_on_selector_all(
-        "#fw-search-results tbody tr",
-        "rows => rows.map(r => [r.querySelector('.fw-fact-text').textContent, r.querySelector('.fw-source').textContent])")
-    source = [where for fact, where in rows if "Ilse Varga" in fact]
-    assert source and "page 2" in source[0] and "harbour-report.pdf" in source[0], rows
+    _upload(page, ui_url, [pdf, html, docx], None, "ok")
+    for question, words, where in (("Who designed the Velmora breakwater?", "Ilse Varga", "page 2"),
+                                   ("What is the package called on Linux?", "factweave-cli", "Install > Linux"),
+                                   ("What guards the northern entrance of the harbour?", "Quillon Vale",
+                                    "Harbour report > Lighthouses")):
+        page.fill("#fw-search-query textarea", question)
+        page.click("#fw-search")
+        expect(page.locator("#fw-search-results")).to_contain_text(words, timeout=ANSWER_TIMEOUT_MS)
+        rows = page.eval_on_selector_all(
+            "#fw-search-results tbody tr",
+            "rows => rows.map(r => [r.querySelector('.fw-fact-text').textContent, r.querySelector('.fw-source').textContent])")
+        source = [at for fact, at in rows if words in fact]
+        assert source and where in source[0], (question, rows)
 
-    # The documents table lists it; picked and removed, it is gone from the table and the search.
+    # The documents table lists each file; the PDF, picked and removed, is gone from the table and
+    # the search, the others stay.
+    for name in ("guide.html", "harbour.docx"):
+        expect(page.locator(f'#fw-sources tr[data-source="{name}"]')).to_have_count(1)
     row = page.locator('#fw-sources tr[data-source="harbour-report.pdf"] td')
     assert row.all_text_contents()[1:3] == ["1", "2"]  # one document, two facts
     page.click("#fw-remove-source input")
@@ -154,6 +168,8 @@ def test_upload_a_pdf_then_find_its_fact_with_its_page_then_remove_it(browser, u
     page.wait_for_selector("#fw-remove-result .fw-ok", timeout=ANSWER_TIMEOUT_MS)
     assert "Removed harbour-report.pdf: 1 document(s), 2 fact(s)" in page.text_content("#fw-remove-result")
     expect(page.locator('#fw-sources tr[data-source="harbour-report.pdf"]')).to_have_count(0)
+    expect(page.locator('#fw-sources tr[data-source="harbour.docx"]')).to_have_count(1)
+    page.fill("#fw-search-query textarea", "Who designed the Velmora breakwater?")
     page.click("#fw-search")
     expect(page.locator("#fw-search-results")).not_to_contain_text("Ilse Varga", timeout=ANSWER_TIMEOUT_MS)
     page.close()

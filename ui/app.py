@@ -33,7 +33,7 @@ from agent.pipeline.conversation import assistant_turn, trim_history
 
 from .render import chat_message, search_html, sources_html, step_line, trace_html
 from .runtime import AskOptions, UIRuntime, check_question
-from .uploads import ACCEPTED
+from .uploads import ACCEPTED, size_text
 
 CSS_PATH = Path(__file__).with_name("style.css")
 QUEUE = "factweave-model"  # one queue for everything that uses the model
@@ -225,7 +225,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
             files = gr.File(file_count="multiple", file_types=list(ACCEPTED), label=(
                 "Triples (.tsv, .nt, .jsonl: subject, predicate, object) or documents (.txt, .md, .json, .jsonl: "
                 "title, text; .pdf, .html, .docx"
-                f"); at most {runtime.max_upload_bytes / 1e6:.0f} MB a file"), elem_id="fw-files")
+                f"); at most {size_text(runtime.max_upload_bytes)} a file"), elem_id="fw-files")
             build_btn = gr.Button("Add to the knowledge", variant="primary", elem_id="fw-build")
             build_result = gr.HTML(elem_id="fw-build-result")
             listed = runtime.sources()

@@ -30,6 +30,15 @@ ACCEPTED = (".tsv", ".nt", ".jsonl", ".gz", ".txt", ".md", ".json", ".pdf", ".ht
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 #: The most files one upload may hold.
 MAX_FILES = 20
+#: A DOCX file is a zip of XML: what it unpacks to may be this many times the upload limit (and
+#: 16 MiB at least: python-docx's own empty template unpacks to 0.8 MB), no more; a zip bomb stops here.
+ZIP_UNPACK_FACTOR = 10
+ZIP_UNPACK_FLOOR = 16 * 1024 * 1024
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes for people: "64 KB", "20.0 MB"."""
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{max(n, 1) / 1e3:.0f} KB"
 
 
 @dataclass
@@ -63,6 +72,18 @@ def _is_triples_jsonl(path: Path) -> bool:
                     raise InputError(path, number, f"not JSON: {exc.msg}") from None
                 return isinstance(row, dict) and "subject" in row
     return False
+
+
+def _zip_unpacked_size(path: Path) -> int:
+    """What the members of a zip file (a DOCX) declare they unpack to; ``zipfile`` reads no
+    member past its declared size, so this bounds what parsing it reads."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise FactweaveError(f"{path.name}: not a readable DOCX file ({exc})") from None
 
 
 def _unpacked_size(path: Path, limit: int) -> int:
@@ -106,11 +127,16 @@ def read_uploads(paths: list[Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> Up
         path = Path(path)
         size = path.stat().st_size
         if size > max_bytes:
-            raise FactweaveError(f"{path.name}: {size / 1e6:.1f} MB is over the upload limit of {max_bytes / 1e6:.1f} MB")
+            raise FactweaveError(f"{path.name}: {size_text(size)} is over the upload limit of {size_text(max_bytes)}")
         if path.name.lower().endswith(".gz"):
             size = _unpacked_size(path, max_bytes)  # the limit holds for what is read, not what was sent
             if size > max_bytes:
-                raise FactweaveError(f"{path.name}: unpacks to more than the upload limit of {max_bytes / 1e6:.1f} MB")
+                raise FactweaveError(f"{path.name}: unpacks to more than the upload limit of {size_text(max_bytes)}")
+        elif path.name.lower().endswith(".docx"):
+            unpacked, limit = _zip_unpacked_size(path), max(ZIP_UNPACK_FLOOR, ZIP_UNPACK_FACTOR * max_bytes)
+            if unpacked > limit:
+                raise FactweaveError(f"{path.name}: unpacks to {size_text(unpacked)}, more than the "
+                                     f"{size_text(limit)} a DOCX upload may unpack to")
         if size == 0:
             raise FactweaveError(f"{path.name}: the file is empty")
         try:
