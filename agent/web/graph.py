@@ -152,6 +152,7 @@ RETURN f.id AS id, f.source AS source, f.doc_id AS doc_id
 ORDER BY f.id
 LIMIT $limit
 """
+_FACT_SOURCE_COUNTS = f"MATCH (f:{FACT}) RETURN f.source AS source, count(*) AS n"
 _LINKED_KEYWORDS = f"""
 MATCH (k:{KEYWORD})<-[:{MENTIONS}]-(f:{FACT})
 WHERE k.id IN $ids
@@ -516,6 +517,10 @@ class GraphStore:
             if len(page) < page_size:
                 return
             after = page[-1]["id"]
+
+    def fact_source_counts(self) -> dict[str | None, int]:
+        """How many facts each source holds, counted by the graph (one row per source)."""
+        return {row["source"]: int(row["n"]) for row in self._read(_FACT_SOURCE_COUNTS, {})}
 
     def linked_keywords(self, keyword_ids: Sequence[str]) -> set[str]:
         """Those of ``keyword_ids`` that some fact still mentions."""

@@ -79,7 +79,7 @@ def _covers(names: set[str], source: str | None) -> bool:
 
 
 def source_counts(web: KnowledgeWeb) -> list[dict[str, Any]]:
-    """Every source of the web with its documents and facts (one pass over the facts' sources),
+    """Every source of the web with its documents and facts (counted by the graph, per source),
     by name: ``[{"source": "notes.md", "documents": 1, "facts": 4}, ...]``."""
     counts: dict[str, dict[str, Any]] = {}
 
@@ -89,8 +89,8 @@ def source_counts(web: KnowledgeWeb) -> list[dict[str, Any]]:
 
     for document in web.graph.documents():
         row(document.get("source"))["documents"] += 1
-    for fact in web.graph.fact_sources():
-        row(fact.get("source"))["facts"] += 1
+    for source, n in web.graph.fact_source_counts().items():
+        row(source)["facts"] += n
     return [counts[name] for name in sorted(counts)]
 
 
