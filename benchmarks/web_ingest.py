@@ -23,7 +23,7 @@ A second ratio compares the ingest with the embedder alone on every text the ing
 (with ``--embed-sample``, evenly spaced calls holding about that many texts, scaled by text
 count): what everything but the embedding costs. The first ratio also charges the ingest for
 the keywords and chunks it must embed, which the embedder alone on the facts does not. Also:
-texts embedded per fact, where the ingest time went (embedding, vector flushes, graph writes),
+texts embedded per fact, where the ingest time went (embedding, vector insertion and flushes, graph writes),
 peak RSS of this process and of it with the graph server (sampled with psutil).
 
     PYTHONPATH=. .venv/bin/python benchmarks/web_ingest.py                       # demo KAMEL 2,000 + 150 passages, 3 repeats
@@ -190,9 +190,10 @@ def ingest(kind: str, items: list, embedder: Any, work: Path, time_limit: float 
     folder = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=work))
     web = KnowledgeWeb.open(folder, embedder=counting)
     parts: dict[str, float] = {}
-    for vectors in (web.keyword_vectors, web.fact_vectors):
+    for vectors in (web.keyword_vectors, web.fact_vectors, web.chunk_vectors):
         _timed(vectors, "flush", parts, "vector_flush_s")
-    for method in ("write_triples", "write_chunk"):
+        _timed(vectors, "upsert", parts, "vector_insert_s")  # the index's own insertion (HNSW for usearch)
+    for method in ("write_triples", "write_chunks"):
         _timed(web.graph, method, parts, "graph_write_s")
     try:
         with PeakRSS() as peak:
