@@ -193,7 +193,7 @@ def ingest(kind: str, items: list, embedder: Any, work: Path, time_limit: float 
     for vectors in (web.keyword_vectors, web.fact_vectors, web.chunk_vectors):
         _timed(vectors, "flush", parts, "vector_flush_s")
         _timed(vectors, "upsert", parts, "vector_insert_s")  # the index's own insertion (HNSW for usearch)
-    for method in ("write_triples", "write_chunks"):
+    for method in ("write_triples", "write_chunk"):
         _timed(web.graph, method, parts, "graph_write_s")
     try:
         with PeakRSS() as peak:
