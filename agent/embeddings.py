@@ -37,6 +37,12 @@ _PROGRESS_THRESHOLD = 2000
 # (848 MuSiQue keywords: 5.7-9.8 CPU s in batches of 64, 4.0-4.6 in batches of 512).
 SHORT_TEXT_CHARS = 32
 SHORT_BATCH_FACTOR = 8
+#: Matrix products in float32 (default) or bfloat16 (torch autocast): on a CPU with AMX-BF16 the
+#: 3,000 first demo triples embed 2.1-2.4x as fast (keywords 1.5-1.6x) with every vector within
+#: cosine 0.9999 of float32's, so a web built in one precision is searched in the other and the
+#: fingerprint does not change. A CPU without bfloat16 units (AMX, AVX512-BF16) is slower in it.
+PRECISIONS = ("fp32", "bf16")
+PRECISION_ENV = "FACTWEAVE_EMBED_PRECISION"
 
 
 def packaged_model_folder() -> Path:
@@ -79,11 +85,19 @@ class Embedder:
             id or a local model folder.
         device: torch device (``"cpu"``, ``"cuda"``...); ``None`` lets sentence-transformers pick.
         batch_size: texts per forward pass (``SHORT_BATCH_FACTOR`` times as many short ones).
+        precision: ``"fp32"`` or ``"bf16"`` (see ``PRECISIONS``); ``None`` reads
+            ``$FACTWEAVE_EMBED_PRECISION``, else fp32.
     """
 
-    def __init__(self, model: str | None = None, device: str | None = None, batch_size: int = 64) -> None:
+    def __init__(self, model: str | None = None, device: str | None = None, batch_size: int = 64,
+                 precision: str | None = None) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise FactweaveError(f"batch_size must be a positive integer, got {batch_size!r}")
+        precision = precision or os.environ.get(PRECISION_ENV) or "fp32"
+        if precision not in PRECISIONS:
+            raise FactweaveError(f"embedding precision must be one of {', '.join(PRECISIONS)} "
+                                 f"(argument or ${PRECISION_ENV}), got {precision!r}")
+        self.precision = precision
         self.name, source = _resolve(model)
         self.batch_size = batch_size
         self._model = self._load(source, device)
@@ -145,12 +159,19 @@ class Embedder:
         return normalize_rows(vectors)
 
     def _encode(self, texts: list[str], batch_size: int, show: bool) -> np.ndarray:
-        vectors = self._model.encode(texts, batch_size=batch_size, show_progress_bar=show,
-                                     convert_to_numpy=True, normalize_embeddings=False)
+        if self.precision == "bf16":
+            import torch
+
+            with torch.autocast(self._model.device.type, dtype=torch.bfloat16):
+                vectors = self._model.encode(texts, batch_size=batch_size, show_progress_bar=show,
+                                             convert_to_numpy=True, normalize_embeddings=False)
+        else:
+            vectors = self._model.encode(texts, batch_size=batch_size, show_progress_bar=show,
+                                         convert_to_numpy=True, normalize_embeddings=False)
         return np.asarray(vectors, dtype=np.float32)
 
     def __repr__(self) -> str:
-        return f"Embedder(name={self.name!r}, dim={self.dim})"
+        return f"Embedder(name={self.name!r}, dim={self.dim}, precision={self.precision!r})"
 
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:

@@ -326,6 +326,8 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=150, help="passages to ingest (0: none)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=None, help="embedder batch size (default: the Embedder's)")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default=None,
+                    help="the embedder's matrix products (default: $FACTWEAVE_EMBED_PRECISION, else fp32)")
     ap.add_argument("--embed-sample", type=int, default=0,
                     help="time the embedder alone on this many of the fact texts (0: all of them)")
     ap.add_argument("--time-limit", type=float, default=None,
@@ -341,7 +343,7 @@ def main() -> None:
     from agent.knowledge.loaders import load_facts
     from agent.web.documents import read_documents
 
-    embedder = Embedder() if args.batch_size is None else Embedder(batch_size=args.batch_size)
+    embedder = Embedder(precision=args.precision, **({} if args.batch_size is None else {"batch_size": args.batch_size}))
     embedder.encode(["warm up the model"])
     kb = args.kb or demo_kamel_root()
     workloads: list[tuple[str, list]] = []
@@ -357,7 +359,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     import torch
 
-    out = {"benchmark": "web_ingest", "commit": commit, "embedder": embedder.name, "batch_size": embedder.batch_size,
+    out = {"benchmark": "web_ingest", "commit": commit, "embedder": embedder.name, "precision": embedder.precision,
+           "batch_size": embedder.batch_size,
            "kb": str(kb), "corpus": str(args.corpus), "repeats": args.repeats,
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                        "python": platform.python_version(), "torch": torch.__version__,

@@ -407,6 +407,25 @@ def test_short_and_long_texts_in_their_own_batches_keep_their_rows(embedder):
     np.testing.assert_allclose(mixed, alone, atol=1e-5)
 
 
+def test_bf16_embedder_gives_the_same_vectors_to_within_rounding(embedder, monkeypatch):
+    from agent.embeddings import Embedder
+
+    texts = ["Paris", "capital of France", "<Laurie Graff> <place of birth> <New York> .",
+             "The Journal of Psychotherapy Integration is a peer-reviewed academic journal."]
+    monkeypatch.setenv("FACTWEAVE_EMBED_PRECISION", "bf16")
+    fast = Embedder(device="cpu")
+    assert fast.precision == "bf16" and fast.fingerprint == embedder.fingerprint
+    vectors = fast.encode(texts)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    exact = embedder.encode(texts)
+    cosines = np.sum(vectors * exact, axis=1)
+    assert cosines.min() > 0.999, cosines
+    assert np.abs(vectors - exact).max() > 1e-4  # bfloat16 products did run
+    with pytest.raises(FactweaveError, match=r"precision must be one of fp32, bf16 .*got 'fp16'"):
+        Embedder(device="cpu", precision="fp16")
+
+
 def test_embedder_semantics(embedder):
     paris, capital, plants = embedder.encode(["Paris", "capital of France", "photosynthesis"])
     assert paris @ capital > paris @ plants + 0.2
