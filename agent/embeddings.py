@@ -18,6 +18,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from collections.abc import Sequence
@@ -159,16 +160,17 @@ class Embedder:
         return normalize_rows(vectors)
 
     def _encode(self, texts: list[str], batch_size: int, show: bool) -> np.ndarray:
-        if self.precision == "bf16":
-            import torch
-
-            with torch.autocast(self._model.device.type, dtype=torch.bfloat16):
-                vectors = self._model.encode(texts, batch_size=batch_size, show_progress_bar=show,
-                                             convert_to_numpy=True, normalize_embeddings=False)
-        else:
+        with self._precision():
             vectors = self._model.encode(texts, batch_size=batch_size, show_progress_bar=show,
                                          convert_to_numpy=True, normalize_embeddings=False)
         return np.asarray(vectors, dtype=np.float32)
+
+    def _precision(self) -> contextlib.AbstractContextManager:
+        if self.precision != "bf16":
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.autocast(self._model.device.type, dtype=torch.bfloat16)
 
     def __repr__(self) -> str:
         return f"Embedder(name={self.name!r}, dim={self.dim}, precision={self.precision!r})"
