@@ -199,7 +199,7 @@ def test_uploads_are_classified_and_checked_whole(tmp_path):
     (tmp_path / "empty.tsv").write_text("")
     with pytest.raises(FactweaveError, match="empty.tsv: the file is empty"):
         read_uploads([tmp_path / "empty.tsv"])
-    with pytest.raises(FactweaveError, match=r"facts\.tsv: .* over the upload limit"):
+    with pytest.raises(FactweaveError, match=r"facts\.tsv: .* over the upload limit of 10 bytes"):
         read_uploads([good], max_bytes=10)
     bomb = tmp_path / "bomb.tsv.gz"  # 2 MB of rows packed into a few kB: the limit is on what is read
     with gzip.open(bomb, "wt") as f:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,8 +38,10 @@ ZIP_UNPACK_FLOOR = 16 * 1024 * 1024
 
 
 def size_text(n: int) -> str:
-    """``n`` bytes for people: "64 KB", "20.0 MB"."""
-    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{max(n, 1) / 1e3:.0f} KB"
+    """``n`` bytes for people: "10 bytes", "64 KB", "20.0 MB"."""
+    if n < 1000:
+        return f"{n} bytes"
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
 
 
 @dataclass
@@ -77,8 +80,6 @@ def _is_triples_jsonl(path: Path) -> bool:
 def _zip_unpacked_size(path: Path) -> int:
     """What the members of a zip file (a DOCX) declare they unpack to; ``zipfile`` reads no
     member past its declared size, so this bounds what parsing it reads."""
-    import zipfile
-
     try:
         with zipfile.ZipFile(path) as archive:
             return sum(info.file_size for info in archive.infolist())
