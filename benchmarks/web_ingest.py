@@ -282,9 +282,7 @@ def run_workload(kind: str, items: list, embedder: Any, repeats: int, sample: in
                 row["embed_only"] = embed_only(texts, embedder)
             else:
                 row["ingest"] = ingest(kind, items, embedder, work, time_limit)
-                calls = row["ingest"].pop("_calls")
-                row["embed_same_texts"] = replay(calls, embedder, sample)
-                del calls
+                row["embed_same_texts"] = replay(row["ingest"].pop("_calls"), embedder, sample)
         row["ratio"] = round(row["ingest"]["facts_per_s"] / row["embed_only"]["facts_per_s"], 3)
         row["cpu_ratio"] = round(row["ingest"]["facts_per_cpu_s"] / row["embed_only"]["facts_per_cpu_s"], 3)
         same, done = row["embed_same_texts"], row["ingest"]
