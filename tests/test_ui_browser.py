@@ -301,3 +301,58 @@ def test_a_follow_up_in_the_ui_is_answered_from_the_first_turn_with_its_fact_hig
     assert fact["text"] in row.text_content() and fact["source"].split(":")[0] in row.text_content()
     page.screenshot(path=str(_shots(tmp_path) / "ui-follow-up.png"), full_page=True)
     page.close()
+
+
+def test_the_proof_is_drawn_as_a_graph_that_agrees_with_the_trace(browser, ui_url, tmp_path):
+    """The Proof panel draws the answer's stated facts: their entities as nodes, one edge per fact
+    (its text on hover), the chain and the answer marked as the trace says (the small model's
+    answer may vary: the picture is checked against the trace the page shows)."""
+    from agent.eval.metrics import normalize_answer
+
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(ui_url)
+    expect(page.locator("#fw-proof")).to_contain_text("the proof of its answer is drawn here")
+    question = "Where did Dorothy Ann Thrupp die?"  # a golden question: London, from a stated triple
+    trace = _ask_and_wait(page, question)
+    facts = trace["facts"]
+    assert facts, "the model stated no fact"
+    proof = page.locator("#fw-proof .fw-proof")
+    expect(proof).to_have_attribute("data-facts", str(len(facts)))
+    drawn = int(proof.get_attribute("data-drawn"))
+    assert 0 < drawn <= len(facts)
+    nodes = page.eval_on_selector_all(
+        "#fw-proof svg g.fw-node:not(.fw-node-statement)",
+        "els => els.map(e => ({entity: e.dataset.entity, cls: e.getAttribute('class').split(' ')}))")
+    edges = page.eval_on_selector_all(
+        "#fw-proof svg g.fw-edge",
+        "els => els.map(e => ({i: Number(e.dataset.factIndex), from: e.dataset.from, to: e.dataset.to,"
+        " cls: e.getAttribute('class').split(' '), title: e.querySelector('title').textContent}))")
+    entities = {n["entity"] for n in nodes}
+    assert len(edges) == drawn and len({e["i"] for e in edges}) == drawn  # an edge per drawn fact
+    if drawn == len(facts):
+        assert sorted(e["i"] for e in edges) == list(range(len(facts)))
+    chain = set((trace.get("grounding") or {}).get("facts") or [])
+    for edge in edges:
+        fact = facts[edge["i"]]
+        assert fact["text"] in edge["title"]  # the whole fact on hover
+        p = fact["provenance"]
+        if p.get("subject"):  # a triple: from its subject to its object, both drawn as nodes
+            assert (edge["from"], edge["to"]) == (p["subject"], p["object"])
+            assert {p["subject"], p["object"]} <= entities
+        assert ("fw-edge-chain" in edge["cls"]) == (trace["grounded"] and edge["i"] in chain)
+    answers = [n["entity"] for n in nodes if "fw-node-answer" in n["cls"]]
+    if trace["grounded"]:
+        assert len(answers) == 1
+        shown = normalize_answer((trace.get("grounding") or {}).get("short") or trace["answer"])
+        assert normalize_answer(answers[0]) == shown or normalize_answer(answers[0]) in shown
+        expect(page.locator("#fw-proof .fw-proof-ok")).to_contain_text("grounded")
+    else:
+        assert not answers
+        if trace.get("withheld"):
+            expect(page.locator("#fw-proof .fw-proof-broken")).to_contain_text(f"withheld “{trace['withheld']}”")
+    # Hovering an edge shows its fact (an SVG <title>), the picture is on screen and readable.
+    svg = page.locator("#fw-proof svg.fw-proof-svg")
+    assert svg.is_visible() and svg.bounding_box()["width"] > 200
+    page.locator("#fw-proof-box").scroll_into_view_if_needed()
+    page.screenshot(path=str(_shots(tmp_path) / "ui-proof.png"), full_page=True)
+    page.close()

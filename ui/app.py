@@ -1,5 +1,6 @@
 """The chat UI (Gradio Blocks): ask, watch the answer stream with its constrained fact spans
-highlighted, read the trace; upload knowledge, list its sources and remove one; choose the tree mode, beams and model.
+highlighted, see its proof drawn as a graph (:mod:`ui.proof_graph`), read the trace; upload
+knowledge, list its sources and remove one; choose the tree mode, beams and model.
 
 One :class:`~ui.runtime.UIRuntime` (one loaded model) serves every browser session. Answering,
 uploading and switching models share one queue (``concurrency`` at a time, default 2: two
@@ -31,6 +32,7 @@ import gradio as gr
 from agent.errors import FactweaveError
 from agent.pipeline.conversation import assistant_turn, trim_history
 
+from .proof_graph import proof_graph_html
 from .render import chat_message, search_html, sources_html, step_line, trace_html
 from .runtime import AskOptions, UIRuntime, check_question
 from .uploads import ACCEPTED, size_text
@@ -85,7 +87,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         records: list[dict[str, Any]] = []
         reply: dict[str, Any] | None = None
         yield history, "", session, trace_html({"question": question, "steps": [], "partial": True},
-                                               history_turns=told)
+                                               history_turns=told), proof_graph_html({"partial": True})
         options = AskOptions(tree=tree, beams=int(beams), k=int(k), rerank=bool(rerank))
         last = 0.0
         events = runtime.stream(question, options, stop, history=turns)
@@ -120,10 +122,10 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                     panel = (trace_html(reply["trace"], anchor=anchor, history_turns=told) if reply is not None
                              else trace_html({"question": question, "steps": records, "partial": True},
                                              history_turns=told))
-                    yield history, "", session, panel
+                    yield history, "", session, panel, proof_graph_html(reply["trace"] if reply else {"partial": True})
         except FactweaveError as exc:
             history[-1] = {"role": "assistant", "content": f'<p class="fw-error">Error: {gr_escape(str(exc))}</p>'}
-            yield history, "", session, trace_html(None)
+            yield history, "", session, trace_html(None), proof_graph_html(None)
             return
         finally:
             events.close()
@@ -133,12 +135,13 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
             session["turns"] = trim_history([*turns, {"role": "user", "content": question},
                                              {"role": "assistant", "content": assistant_turn(reply)}])
         history[-1] = {"role": "assistant", "content": chat_message(attempts, reply, anchor=anchor, steps=steps)}
-        yield history, "", session, trace_html(reply["trace"] if reply else None, anchor=anchor, history_turns=told)
+        final = reply["trace"] if reply else None
+        yield history, "", session, trace_html(final, anchor=anchor, history_turns=told), proof_graph_html(final)
 
     def new_conversation(session: dict[str, Any] | None):
         if session is not None:
             session["turns"] = []
-        return [], trace_html(None), session
+        return [], trace_html(None), proof_graph_html(None), session
 
     def stop_answer(session: dict[str, Any] | None) -> None:
         if session and session.get("stop") is not None:
@@ -218,6 +221,8 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                                                 label="Model (shared by every session)", elem_id="fw-model",
                                                 scale=3)
                             model_btn = gr.Button("Load", size="sm", scale=1, elem_id="fw-load-model")
+                    with gr.Accordion("Proof", open=True, elem_id="fw-proof-box"):
+                        proof = gr.HTML(proof_graph_html(None), elem_id="fw-proof")
                     with gr.Accordion("Trace", open=True, elem_id="fw-trace-box"):
                         trace = gr.HTML(trace_html(None), elem_id="fw-trace")
         with gr.Tab("Knowledge"):
@@ -242,14 +247,14 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
             found = gr.HTML(elem_id="fw-search-results")
 
         inputs = [question, chat, tree, beams, k, rerank, session]
-        outputs = [chat, question, session, trace]
+        outputs = [chat, question, session, trace, proof]
         common = {"concurrency_id": QUEUE, "concurrency_limit": concurrency, "show_progress": "hidden"}
         ask_btn.click(ask, inputs, outputs, **common)
         question.submit(ask, inputs, outputs, **common)
         # Stop sets the session's flag: generation ends at the next token and the answer's event
         # finishes normally (cancelling the event instead would leave the model mid-generation).
         stop_btn.click(stop_answer, [session], None, queue=False)
-        clear_btn.click(new_conversation, [session], [chat, trace, session], queue=False)
+        clear_btn.click(new_conversation, [session], [chat, trace, proof, session], queue=False)
         build_btn.click(upload, [files], [build_result, status, sources, picked], concurrency_id=QUEUE,
                         concurrency_limit=concurrency)
         remove_btn.click(remove, [picked], [remove_result, status, sources, picked], concurrency_id=QUEUE,
