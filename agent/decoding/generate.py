@@ -19,6 +19,7 @@ from ..errors import IndexMismatchError
 from ..index.tokens import tokenizer_fingerprint
 from ..models import tokenizer_lock
 from ..prompts import FewShotPrompt, render_prompt
+from .greedy import DecodeSession, TransformersSteps
 from .prefix_cache import PrefixCache
 from .processor import FactConstrainedLogitsProcessor
 from .spans import CompletedFact, FactSpan, decode_tokens, locate_spans
@@ -285,6 +286,8 @@ class FactGenerator:
         """
         run = self._prepare(questions, constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel,
                             stop_items)
+        if len(run.questions) == 1 and run.kwargs["num_beams"] == 1:
+            return [next(e.answer for e in self._stream_greedy(run, on_fact, cancel, stop_items) if e.kind == "done")]
         out = self._generate(run)
         generated = time.perf_counter()
         return self._finish(run, out[:, run.prompt_len:].tolist(), generated)
@@ -310,6 +313,9 @@ class FactGenerator:
         """
         run = self._prepare([question], constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel,
                             stop_items)
+        if run.kwargs["num_beams"] == 1:
+            yield from self._stream_greedy(run, on_fact, cancel, stop_items)
+            return
         if run.kwargs["num_beams"] > 1:
             answer = self.answer_batch([question], constrained=constrained, beams=beams,
                                        max_new_tokens=max_new_tokens, index=index, on_fact=on_fact,
@@ -363,6 +369,45 @@ class FactGenerator:
         finally:
             cancel.set()
             worker.join()
+
+    def _stream_greedy(self, run: _Run, on_fact: OnFact | None, cancel: threading.Event | None,
+                       stop_items: set[int] | None) -> Iterator[GenerationEvent]:
+        """One question, one beam: a :class:`~.greedy.DecodeSession` (forced fact tokens fed in one
+        pass), as :class:`GenerationEvent`s."""
+        prefix = run.reply_prefixes[0]
+
+        def answer_done(tokens: list[int]) -> bool:
+            text = prefix + decode_tokens(self.tokenizer, tokens)
+            return any(m.group(1).strip() for m in _ANSWER.finditer(text.rsplit("\n", 1)[0]))
+
+        ids = run.inputs["input_ids"][0].tolist()
+        cache = run.kwargs.get("past_key_values")
+        session = DecodeSession(TransformersSteps(self.model), self.vocab, self.vocab.eos_ids, state=cache,
+                                tracker=run.tracker, prompt_text=run.prompts[0], on_fact=on_fact, cancel=cancel,
+                                stop=stop_items)
+        tokens = session.out
+        shown = ""
+        session.feed(ids[run.cached_tokens if cache is not None else 0:])
+        run.clock.at = time.perf_counter()
+        events = session.generate(run.kwargs["max_new_tokens"], answer_done)
+        try:
+            for kind, value in events:
+                if kind == "token":
+                    text = decode_tokens(self.tokenizer, tokens)
+                    # Hold back a partial UTF-8 character; text already shown is never rewritten.
+                    if text.startswith(shown) and not text.endswith("\ufffd") and len(text) > len(shown):
+                        yield GenerationEvent("token", text[len(shown):])
+                        shown = text
+                elif kind == "fact":
+                    _, spans = locate_spans(self.tokenizer, run.tracker.index, tokens,
+                                            [(value.id, value.start, value.end)])
+                    yield GenerationEvent("fact", fact=spans[0])
+        finally:
+            events.close()
+        answer = self._finish(run, [tokens], time.perf_counter())[0]
+        if answer.text.startswith(shown) and len(answer.text) > len(shown):
+            yield GenerationEvent("token", answer.text[len(shown):])
+        yield GenerationEvent("done", answer=answer)
 
     def _generate(self, run: _Run, **extra: Any) -> torch.Tensor:
         """``generate`` for ``run``; a model that cannot continue from the cached prompt start

@@ -27,8 +27,10 @@ from typing import Any
 import torch
 
 # Questions that share nothing after the prompt's fixed start: their prompts' common token
-# prefix is that start.
-_PROBES = ("Where was Ada born?", "1 + 1 = ?")
+# prefix is that start. One is a plain question, the other one with facts listed above it
+# (the listed-facts prompts): the start ends where the question's message begins, so both
+# kinds of prompt find it.
+_PROBES = ("Question: Where was Ada born?", "Facts:\n[1] 1 + 1 = 2\nQuestion: 1 + 1 = ?")
 
 
 class PrefixCache:
