@@ -92,7 +92,7 @@ class AskResult(BaseModel):
     supported: bool = Field(description="True when the answer is backed by at least one stated fact.")
     text: str = Field(description="Everything the model wrote (its reasoning, Fact: lines, then the answer).")
     facts: list[StatedFact] = Field(description="Each fact the reply states, in order.")
-    timings: dict[str, float] = Field(description="Seconds per step (retrieve_s, rerank_s, evidence_s, subquery_s, "
+    timings: dict[str, float] = Field(description="Seconds per step (retrieve_s, rerank_s, plan_s, subquery_s, "
                                                   "tree_build_s, generate_s) and total_s.")
     tokens: dict[str, int] = Field(description="Prompt tokens, those of them read from the cached fixed start "
                                            "(prompt_cached), and generated tokens, over all attempts.")

@@ -31,6 +31,7 @@ def read_prompt(name: str) -> str:
 class Example:
     question: str
     reply: str
+    facts: tuple[str, ...] = ()  # the facts listed above the question (listed-facts prompts)
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,17 @@ class FewShotPrompt:
         root = prompts_dir() / folder
         examples = []
         for path in sorted(root.glob("example-*.txt")):
-            first, _, rest = path.read_text(encoding="utf-8").strip("\n").partition("\n")
+            text = path.read_text(encoding="utf-8").strip("\n")
+            facts: list[str] = []
+            if text.startswith("Facts:"):  # a listed-facts example: "Facts:", one "[n] fact" a line, then the question
+                head, _, text = text.partition("\nQuestion: ")
+                facts = [line.split("] ", 1)[1] for line in head.splitlines()[1:] if "] " in line]
+                text = "Question: " + text
+            first, _, rest = text.partition("\n")
             if not first.startswith("Question: ") or not rest.strip():
-                raise FactweaveError(f"{path}:1: an example starts with 'Question: ' and has a reply after it")
-            examples.append(Example(first[len("Question: ") :].strip(), rest.strip("\n")))
+                raise FactweaveError(f"{path}:1: an example starts with 'Question: ' (after an optional "
+                                     "'Facts:' block) and has a reply after it")
+            examples.append(Example(first[len("Question: ") :].strip(), rest.strip("\n"), tuple(facts)))
         return cls(read_prompt(f"{folder}/system.txt"), tuple(examples))
 
     def messages(self, question: str | Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
@@ -59,7 +67,8 @@ class FewShotPrompt:
         system = "\n\n".join([self.system, *(t["content"] for t in turns if t["role"] == "system")])
         msgs = [{"role": "system", "content": system}]
         for ex in self.examples:
-            msgs.append({"role": "user", "content": f"Question: {ex.question}"})
+            msgs.append({"role": "user", "content": listed_question(ex.question, ex.facts) if ex.facts
+                         else f"Question: {ex.question}"})
             msgs.append({"role": "assistant", "content": ex.reply})
         for turn in turns:
             if turn["role"] == "user":
@@ -79,9 +88,15 @@ class FewShotPrompt:
         return "\n".join(parts) + "\n"
 
 
+def listed_question(question: str, facts: Sequence[str]) -> str:
+    """A question with the facts listed above it, numbered, as the listed-facts prompts read it."""
+    listed = "\n".join(f"[{i}] {text}" for i, text in enumerate(facts, 1)) or "(none)"
+    return f"Facts:\n{listed}\nQuestion: {question.strip()}"
+
+
 def _as_question(text: str) -> str:
     text = text.strip()
-    return text if text.lower().startswith("question:") else f"Question: {text}"
+    return text if text.lower().startswith(("question:", "facts:")) else f"Question: {text}"
 
 
 def render_prompt(tokenizer, prompt: FewShotPrompt, question: str | Sequence[Mapping[str, str]]) -> str:

@@ -105,22 +105,23 @@ class Settings(BaseSettings):
                                                   "unset: only with an OpenAI-compatible endpoint (with the local "
                                                   "model re-ranking lost answers and recall when measured).")
     k: int = Field(10, ge=1, le=200, description="Facts retrieved per query (FACTWEAVE_K).")
-    max_rounds: int = Field(1, ge=0, le=5, description="Sub-query rounds when the facts found do not suffice "
-                                                       "(FACTWEAVE_MAX_ROUNDS).")
+    max_rounds: int = Field(0, ge=0, le=5, description="Sub-query rounds when the facts found do not suffice "
+                                                       "(FACTWEAVE_MAX_ROUNDS; 0: none, measured not to "
+                                                       "pay with the local models).")
     max_subqueries: int = Field(2, ge=0, le=10, description="Sub-queries per round (FACTWEAVE_MAX_SUBQUERIES).")
     rewrite: Literal["auto", "chat", "rules"] = Field(
         "auto", description="How a follow-up is made standalone: auto (the chat model when it is an "
                             "OpenAI-compatible endpoint, else rules), chat or rules (FACTWEAVE_REWRITE).")
     max_hops: int = Field(3, ge=0, le=10, description="Bridge entities searched while generating, per attempt "
                                                      "(multi-hop chaining; 0: none) (FACTWEAVE_MAX_HOPS).")
-    evidence: bool = Field(True, description="When no constrained attempt is grounded, let the model read the "
-                                             "retrieved facts, then state the ones that hold its answer "
-                                             "(FACTWEAVE_EVIDENCE).")
+    checks: bool = Field(True, description="Prove that the fact holding an answer says what the question asks "
+                                           "(a triple's relation, a statement judged by the local model) before "
+                                           "the answer stands (FACTWEAVE_CHECKS).")
 
     def agent_options(self) -> dict[str, Any]:
         """The keyword arguments of :class:`~agent.pipeline.FactAgent` these settings fix."""
         return {"max_rounds": self.max_rounds, "max_subqueries": self.max_subqueries, "rewrite": self.rewrite,
-                "max_hops": self.max_hops, "evidence": self.evidence}
+                "max_hops": self.max_hops, "checks": self.checks}
 
     # the server
     host: str = Field("127.0.0.1", description="Address `factweave serve` binds (FACTWEAVE_HOST).")

@@ -41,13 +41,16 @@ def test_every_span_is_a_retrieved_or_kb_fact_and_the_trace_is_json(demo_generat
         reply = agent.answer(question)
         trace = json.loads(json.dumps(reply.trace))  # plain data all the way down
         retrieved = {h["text"]: h for s in trace["steps"] if s["step"] == "retrieve" for h in s["hits"]}
+        hopped = {text for s in trace["steps"] if s["step"] == "hop" for text in s["added"]}
         attempts = [s for s in trace["steps"] if s["step"] == "generate"]
         assert attempts[0]["tree"] == "question"
         for fact in reply.facts:
             spans += 1
             assert reply.text[fact["start"]:fact["end"]] == fact["text"]
-            if fact["tree"] == "question":  # a retrieved fact, with its web id and provenance
-                assert fact["text"] in retrieved and fact["fact_id"] == retrieved[fact["text"]]["id"]
+            if fact["tree"] == "question":  # a retrieved fact (or one a hop brought), with its web id and provenance
+                assert fact["text"] in retrieved or fact["text"] in hopped
+                if fact["text"] in retrieved:
+                    assert fact["fact_id"] == retrieved[fact["text"]]["id"]
                 assert fact["provenance"]["kind"] in ("document", "triple")
             else:
                 assert tree == "both" and fact["text"] in kb and fact["fact_id"].startswith("kb:")
@@ -114,13 +117,13 @@ def test_unknown_question_searches_its_uncovered_keywords_then_says_so(demo_gene
     agent = FactAgent(demo_generator, small_web, tree="question", k=5, max_rounds=1)
     reply = agent.answer("Who is Qwxvbrt Plimsoll?")
     steps = reply.trace["steps"]
-    assert [s["step"] for s in steps] == ["retrieve", "generate", "subquery", "retrieve", "generate"]
-    assert steps[1]["skipped"] and steps[4]["skipped"]
-    assert steps[2]["queries"] and "keywords" in steps[2]["how"]
-    assert steps[3]["queries"] == steps[2]["queries"]
+    assert [s["step"] for s in steps] == ["retrieve", "plan", "generate", "subquery", "retrieve", "generate"]
+    assert steps[1]["kind"] == "lookup" and steps[2]["skipped"] and steps[5]["skipped"]
+    assert steps[3]["queries"] and "keywords" in steps[3]["how"]
+    assert steps[4]["queries"] == steps[3]["queries"]
     assert reply.answer == "I don't know." and reply.facts == [] and not reply.trace["supported"]
     assert [s["step"] for s in FactAgent(demo_generator, small_web, tree="question", max_rounds=0)
-            .answer("Who is Qwxvbrt Plimsoll?").trace["steps"]] == ["retrieve", "generate"]
+            .answer("Who is Qwxvbrt Plimsoll?").trace["steps"]] == ["retrieve", "plan", "generate"]
 
 
 def test_subquery_from_the_chat_model_feeds_the_next_tree(demo_generator, small_web):
@@ -131,10 +134,10 @@ def test_subquery_from_the_chat_model_feeds_the_next_tree(demo_generator, small_
     agent = FactAgent(demo_generator, small_web, tree="question", k=5, max_rounds=2, chat=chat)
     reply = agent.answer("Who is Qwxvbrt Plimsoll?")
     steps = reply.trace["steps"]
-    assert [s["step"] for s in steps][:4] == ["retrieve", "generate", "subquery", "retrieve"]
-    assert steps[2]["queries"] == ["Zorblax Station founded"] and len(chat.calls) >= 1
-    regenerated = next(s for s in steps[4:] if s["step"] == "generate")
-    assert steps[3]["new"] and regenerated["tree_facts"] == len(steps[3]["hits"])
+    assert [s["step"] for s in steps][:5] == ["retrieve", "plan", "generate", "subquery", "retrieve"]
+    assert steps[3]["queries"] == ["Zorblax Station founded"] and len(chat.calls) >= 1
+    regenerated = next(s for s in steps[5:] if s["step"] == "generate")
+    assert steps[4]["new"] and regenerated["tree_facts"] == len(steps[4]["hits"])
     rounds = [s for s in steps if s["step"] == "subquery"]
     if reply.trace["supported"]:
         assert len(rounds) == 1
@@ -164,39 +167,22 @@ def test_kb_first_answers_from_the_kb_and_searches_only_when_that_is_not_grounde
         assert unknown.trace["grounded"] and all(f["tree"] == "question" for f in unknown.facts)
 
 
-def test_evidence_attempt_states_only_the_listed_facts_that_hold_what_the_model_read(demo_generator, small_web):
-    """No constrained attempt is grounded, so the model reads the retrieved facts and names
-    someone: SmolLM2 reads "Mira Quell" for the station's first director. No listed fact that holds
-    the name says "director" (she founded it), so nothing is stated for it and the answer is
-    "I don't know."; when the reading is kept, the facts holding it are stated on a tree of those
-    facts alone, verbatim from the web, and ground the answer."""
-    agent = FactAgent(demo_generator, small_web, tree="question", k=8, max_rounds=0)
+def test_the_listed_facts_are_read_and_a_fact_that_says_something_else_proves_nothing(demo_generator, small_web):
+    """The look-up lists the retrieved facts in the prompt and the model copies the ones it uses
+    under the fact constraint, in one reply. Whatever SmolLM2 picks, no answer to who directed the
+    station stands on a fact that says who founded it (Mira Quell), and an answer that stands is
+    one of the listed facts' words, checked to say what was asked."""
+    agent = FactAgent(demo_generator, small_web, tree="question", k=8)
     reply = agent.answer("Who was the first director of Zorblax Station?")
     steps = reply.trace["steps"]
-    evidence = next(s for s in steps if s["step"] == "evidence")
-    first = next(s for s in steps if s["step"] == "generate")
-    assert not first["grounded"] and steps.index(first) < steps.index(evidence)
-    listed = {h["id"]: h["text"] for s in steps if s["step"] == "retrieve" for h in s["hits"]}
-    assert evidence["listed"] == list(listed)[: len(evidence["listed"])] and evidence["candidate"] == "Mira Quell"
-    assert not evidence["grounded"] and "says what the question asks" in evidence["how"] and not evidence["chain"]
-    assert all(s.get("evidence") is None for s in steps if s["step"] == "generate")  # nothing stated for it
-    assert reply.answer == "I don't know." and not reply.trace["grounded"]
-    # SmolLM2's constrained attempts miss the island (it answers "Norvik Island" after the
-    # triple); reading the listed facts it finds "Norvik", held by facts that say "island".
-    island = agent.answer("Which island is Zorblax Station on?")
-    steps = island.trace["steps"]
-    reading = next(s for s in steps if s["step"] == "evidence")
-    assert reading["candidate"] == "Norvik" and reading["grounded"] and reading["chain"]
-    listed = {h["id"]: h["text"] for s in steps if s["step"] == "retrieve" for h in s["hits"]}
-    assert all("island" in listed[i] for i in reading["chain"])  # the triple <located on> is not kept
-    stating = steps[steps.index(reading) + 1]
-    assert stating["step"] == "generate" and stating["evidence"] == "Norvik" and stating["grounded"]
-    assert stating["tree_facts"] == len(reading["chain"]) and stating["facts"]
-    assert {f["fact_id"] for f in stating["facts"]} <= set(reading["chain"])  # verbatim web facts, of the chain
-    assert all(listed[f["fact_id"]] == f["text"] for f in stating["facts"])
-    assert island.answer == "Norvik" and island.trace["grounded"] and island.facts == stating["facts"]
-    # Without the evidence attempt: no reading, the same first attempt.
-    plain = FactAgent(demo_generator, small_web, tree="question", k=8, max_rounds=0, evidence=False)
-    without = plain.answer("Who was the first director of Zorblax Station?").trace["steps"]
-    assert all(s["step"] != "evidence" for s in without)
-    assert next(s for s in without if s["step"] == "generate")["text"] == first["text"]
+    attempt = next(s for s in steps if s["step"] == "generate")
+    listed = [h["text"] for s in steps if s["step"] == "retrieve" for h in s["hits"]]
+    hopped = {text for s in steps if s["step"] == "hop" for text in s["added"]}
+    assert attempt["prompt_tokens"] > sum(len(t.split()) for t in listed)  # the facts were read
+    assert all(f["text"] in listed or f["text"] in hopped for f in attempt["facts"])
+    if reply.knows:
+        holding = [f["text"] for f in reply.facts if reply.answer.lower() in f["text"].lower()]
+        assert holding and not any("founded" in h for h in holding)
+        assert reply.trace["grounding"]["check"]["passed"]
+    elif attempt.get("check"):
+        assert attempt["check"]["how"].startswith(("the statement says", "the fact says"))

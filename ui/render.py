@@ -184,18 +184,17 @@ def _step_html(step: dict[str, Any], selected: set[str]) -> str:
                 + ("fallback to the top 3: " + _e(step.get("reason", "")) if step["used_fallback"]
                    else f'{len(step["selected"])} fact(s) picked by the chat model')
                 + f'</p><p class="fw-dim">model reply: <code>{_e(step.get("reply") or "")}</code></p>')
-    elif kind == "evidence":
-        body = (f'<p>the model read the retrieved facts and answered “{_e(step.get("candidate", ""))}”; '
-                + ("a connected chain of them holds it, so they were stated next" if step.get("grounded")
-                   else "not kept: " + _e(step.get("how", "")))
-                + f'</p><p class="fw-dim">model reply: <code>{_e(step.get("reply") or "")}</code></p>')
+    elif kind == "plan":
+        how = step.get("how") or {}
+        body = ("<ul>" + "".join(f"<li>{_e(part)}: {_e(said)}</li>" for part, said in how.items()) + "</ul>")
     elif kind == "subquery":
         body = "<ul>" + "".join(f"<li>{_e(q)}</li>" for q in step["queries"]) + f"</ul><p class='fw-dim'>{_e(step['how'])}</p>"
     elif kind == "generate":
-        on_topic = step.get("on_topic")
+        check = step.get("check") or {}
+        said = (f'; check: <span class="fw-check fw-check-{"passed" if check.get("passed") else "failed"}">'
+                f'{_e(check.get("how", ""))}</span>' if check else "")
         body = (attempt_html(step.get("text", ""), step.get("facts", []))
-                + f'<p class="fw-dim">answer “{_e(step.get("answer", ""))}”; facts about the question: '
-                  f'{"yes" if on_topic else "no" if on_topic is not None else "-"}; '
+                + f'<p class="fw-dim">answer “{_e(step.get("answer", ""))}”{said}; '
                   f'{step.get("prompt_tokens", 0)} prompt + {step.get("tokens", 0)} generated tokens</p>')
     return f'<details class="fw-step fw-step-{_e(kind)}"><summary>{summary}</summary>{body}</details>'
 
@@ -216,7 +215,7 @@ def facts_list(facts: Sequence[dict[str, Any]], *, anchor: str = "") -> str:
 
 def timings_table(trace: dict[str, Any]) -> str:
     t = trace.get("timings", {})
-    names = [("retrieve_s", "retrieval"), ("rerank_s", "re-ranking"), ("evidence_s", "reading the facts"),
+    names = [("retrieve_s", "retrieval"), ("rerank_s", "re-ranking"), ("plan_s", "reading the question"),
              ("subquery_s", "sub-queries"),
              ("tree_build_s", "per-question trees"), ("generate_s", "generation"), ("total_s", "total")]
     cells = "".join(f"<tr><td>{label}</td><td>{t.get(key, 0.0):.2f} s</td></tr>" for key, label in names)

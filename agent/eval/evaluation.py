@@ -205,7 +205,7 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
         "model": settings.model, "device": settings.device or "cpu", "dtype": settings.dtype or "default",
         "beams": settings.beams, "max_tokens": settings.max_tokens, "batch_size": batch_size, "seed": seed,
         "agent": {"tree": _agent_tree(settings), "k": settings.k, "rerank": settings.effective_rerank(), "max_rounds": settings.max_rounds,
-                  "max_subqueries": settings.max_subqueries, "evidence": settings.evidence},
+                  "max_subqueries": settings.max_subqueries, "checks": settings.checks},
         "kgd": kgd.as_dict() if uses_kgd else None,
         "judge": ({"kind": "endpoint" if judge_base_url else ("openai" if judge_model else "local"),
                    "model": judge_model or None} if judge else None),

@@ -5,7 +5,7 @@
 | ``llm-only`` | none: the ReFactX prompt and examples only | free |
 | ``refactx`` | the KB fact tree, no retrieval | every ``Fact:`` line constrained to the KB |
 | ``web-rag`` | the top ``k`` web facts in the prompt (``prompts/web-rag/``) | free; the ``Answer:`` line is parsed |
-| ``agent`` | web retrieval, re-ranking, the listed facts read (evidence), sub-queries, then the KB | constrained: per-question tree, then the KB |
+| ``agent`` | web retrieval, a plan, the listed facts read and stated (or a step over two options), then the KB | constrained: per-question tree, then the KB; answers checked |
 | ``rcd`` / ``rcd-static`` | KAMEL: the relation's objects (or every relation's) as candidates | a trie of candidates, ``;`` between answers |
 | ``vd`` | none (the RCD prompt) | free, split at ``;`` |
 | ``majority`` | the relation's most frequent object on other rows | no model |
@@ -169,11 +169,13 @@ class AgentMethod:
             "supported": trace["supported"],
             "withheld": trace.get("withheld"),
             "attempts": [{"tree": a["tree"], "answer": a["answer"], "facts": len(a["facts"]),
-                          "tokens": a["tokens"], **({"continues": a["continues"]} if "continues" in a else {}),
-                          **({"evidence": a["evidence"]} if "evidence" in a else {})}
+                          "tokens": a["tokens"], "grounded": bool(a.get("grounded")),
+                          **({"continues": a["continues"]} if "continues" in a else {}),
+                          **({"kind": a["kind"]} if "kind" in a else {}),
+                          **({"check": a["check"]} if "check" in a else {}),
+                          "how": (a.get("grounding") or {}).get("how", "")}
                          for a in attempts],
-            "evidence": [{"candidate": s["candidate"], "kept": s["grounded"]} for s in trace["steps"]
-                         if s["step"] == "evidence"],
+            "plan": trace.get("plan") or {},
             "subqueries": trace["subqueries"],
             "reranked": [{"id": i, "text": retrieved[i]["text"]} for i in (chosen[-1] if chosen else [])
                          if i in retrieved],
@@ -262,7 +264,8 @@ METHODS: dict[str, str] = {
     "llm-only": "same model and prompt, no facts, no constraint",
     "refactx": "constrained to the KB fact tree, no retrieval",
     "web-rag": "top-k web facts in the prompt, no constraint",
-    "agent": "retrieve, re-rank, sub-queries; constrained to the per-question tree, then the KB",
+    "agent": "retrieve, plan; read the listed facts and state them constrained (or compute a step over two "
+             "options), then the KB; every answer checked",
     "rcd": "KAMEL only: answers from a trie of the relation's objects, several split by ';'",
     "rcd-static": "KAMEL only: the same from one trie over every relation's objects",
     "vd": "KAMEL only: the RCD prompt without the constraint",

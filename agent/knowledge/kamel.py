@@ -53,6 +53,13 @@ class _Row:
     objects: tuple[tuple[str, ...], ...]
 
 
+def relations_file() -> Path:
+    """The bundled relation vocabulary: Wikidata's English labels and descriptions of KAMEL's 234
+    relations (``agent/data/relations/property-labels.tsv``; attribution in ``agent/data/README.md``).
+    The answer check (:mod:`agent.pipeline.asked`) compares questions with them."""
+    return Path(__file__).resolve().parent.parent / "data" / "relations" / "property-labels.tsv"
+
+
 def demo_kamel_root() -> Path:
     """The small KAMEL selection shipped inside the package (see ``agent/data/README.md``)."""
     return Path(__file__).resolve().parent.parent / "data" / "demo" / "kamel"

@@ -86,42 +86,6 @@ def hop_query(question: str, fact: str, entity: str) -> str:
     return f"{entity}: {question}"
 
 
-def asks_past(question: str, answer: str, stated: Sequence[str], tree: Sequence[str]) -> str:
-    """The relation ``question`` asks of ``answer`` itself, when ``answer`` is a bridge: the
-    object of a stated triple, and the subject of a ``tree`` triple whose relation the question
-    names but no stated fact answering it has ("the official language of the country Banff
-    National Park Pavilion is located in": "Canada" answers <country>, and <Canada> <official
-    language> is in the tree); or, in a stated statement, the one who fills a role the question
-    goes past (:func:`_statement_role`; then the role). "" when the answer is not one.
-
-    >>> asks_past("What is the official language of the country CBY-3 is from?", "Canada",
-    ...           ["<CBY-3> <country of origin> <Canada> ."], ["<Canada> <official language> <English> ."])
-    'official language'
-    """
-    from ..eval.metrics import normalize_answer
-
-    target = normalize_answer(answer)
-    if not target:
-        return ""
-    used = set()
-    for text in stated:
-        m = _TRIPLE.match(text)
-        if m and normalize_answer(m.group(3)) == target:
-            used.add(normalize_answer(m.group(2)))
-    if not used:
-        return _statement_role(question, target, [t for t in stated if not _TRIPLE.match(t)])
-    asked = f" {normalize_answer(question)} "
-    said = set(stated)
-    for text in tree:
-        m = _TRIPLE.match(text)
-        if m is None or text in said or normalize_answer(m.group(1)) != target:
-            continue
-        relation = normalize_answer(m.group(2))
-        if relation and relation not in used and f" {relation} " in asked:
-            return m.group(2).strip()
-    return ""
-
-
 def subject_relations(index: Any, tokenizer: Any, subject: str, *, max_nodes: int = 400) -> list[str]:
     """The relations of the triples ``<subject> <relation> <...>`` in a fact tree (any backend:
     only the cursor API is used), read from the tree itself: the subject's tokens are followed,
@@ -158,36 +122,6 @@ def subject_relations(index: Any, tokenizer: Any, subject: str, *, max_nodes: in
 
 # A role the question goes past: "the mother of the director of X", "the place of death of X's
 # father", "where did the director of X study".
-_PAST_ROLES = (re.compile(r"\b[a-z-]+ of (?:the |a |an )?([a-z]+) of\b"),
-               re.compile(r"\b(?:did|does|do) (?:the |a |an )?([a-z]+) of\b"),
-               re.compile(r"\b(?:of|did|does|do) [^?,]*?['’]s ([a-z]+)\b"))
-_ROLE_WINDOW = 4  # words before the answer in which a statement names the role
-
-
-def _statement_role(question: str, target: str, statements: Sequence[str]) -> str:
-    """The role ``target`` fills in a stated statement when the question asks past that role
-    ("Who is the mother of the director of film X?" and "X is a film directed by Karan Johar":
-    Karan Johar is the director, not the answer), else "". The role is named by its stem
-    (:func:`~.grounding.says_form`: "director", "directed") within a few words before the answer."""
-    from ..eval.metrics import normalize_answer
-    from .grounding import says_form
-
-    roles = {m.group(1) for pattern in _PAST_ROLES for m in pattern.finditer(question.lower())}
-    if not roles:
-        return ""
-    want = target.split()
-    for text in statements:
-        words = normalize_answer(text).split()
-        for i in range(len(words) - len(want) + 1):
-            if words[i:i + len(want)] != want:
-                continue
-            before = words[max(0, i - _ROLE_WINDOW):i]
-            for role in sorted(roles):
-                if says_form(before, role):
-                    return role
-    return ""
-
-
 class ChainingTree:
     """The per-question tree over ``hits`` that grows as facts are stated (see the module
     docstring). ``hit(fact_id)`` is the web hit behind a fact of the tree, found by id."""
@@ -206,6 +140,7 @@ class ChainingTree:
         self._searched: set[str] = set()
         self._hops: list[dict[str, Any]] = []
         self._taken = 0
+        self._base = self._hits_taken = len(self._hits)
         self._lock = threading.Lock()
 
     @property
@@ -238,6 +173,15 @@ class ChainingTree:
                 self._hops.append({"step": "hop", "fact": done.text, "entity": entity, "query": query,
                                    "added": [h.text for h in added], "added_ids": [h.id for h in added],
                                    "seconds": round(time.perf_counter() - t, 4)})
+
+    def take_hits(self) -> list[FactHit]:
+        """The hits the hops added to the tree since the last call (the first ``size`` hits,
+        the question's own, are never returned)."""
+        with self._lock:
+            start = max(self._hits_taken, self._base)
+            new = self._hits[start:]
+            self._hits_taken = len(self._hits)
+        return new
 
     def take_hops(self) -> list[dict[str, Any]]:
         """Hop records written since the last call (for the trace, in order)."""

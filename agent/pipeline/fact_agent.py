@@ -1,41 +1,44 @@
-"""Conversation -> standalone question -> knowledge-web facts -> re-ranked facts -> constrained
-answer, grounded in the facts it states, with a trace.
+"""Conversation -> standalone question -> knowledge-web facts -> a plan -> a constrained reply,
+proven by the facts it states, with a trace.
 
 The pipeline is a LangGraph graph (so the agent is a LangChain ``Runnable``)::
 
-    rewrite -> retrieve -> rerank -> generate --(grounded answer)-----------------------------> finish
-                  ^                      '--(not grounded)--> evidence --(grounded)-----------------> finish
-                  |                                              |--(rounds left)--> subquery --^ (new queries: retrieve)
-                  |                                              '--(tree "both")--> generate on the KB -> finish
+    rewrite -> retrieve -> rerank -> plan --(two options)--> options ---------------------------------> finish
+                  ^                      '--(a look-up)---> read --(proven)--------------------------------> finish
+                  |                                           |--(rounds left)--> subquery --^ (retrieve)
+                  |                                           '--(tree "both")--> kb -----------------------> finish
 
 ``rewrite`` makes a follow-up standalone from the earlier turns (:mod:`.conversation`); the
-rest works on the standalone question.
+rest works on the standalone question. ``plan`` reads what the question asks (:mod:`.plan`):
+a look-up, or a step over two options it names (which is earlier, later, more or less; whether
+the first is; whether both share a value; how far apart they are). A step is computed in code
+from facts the model states for each option (:mod:`.options`).
 
-The fact tree used while generating (``tree``):
+A look-up is **read** (:mod:`.replies`): the retrieved facts are listed in the prompt
+(``prompts/agent/``) and the model copies the ones it needs as ``Fact:`` lines, constrained to
+a tree of them that grows with the facts of the entities a stated fact brings in
+(:mod:`.chaining`), then answers; one prompt read, the facts' forced tokens fed in one pass.
+
+The fact trees (``tree``):
 
 - ``"kb"``: the generator's own index (the whole knowledge base); nothing is retrieved;
-- ``"question"``: a tree built for this question over the re-ranked facts (about a millisecond
-  for a few dozen facts), so every ``Fact:`` line is one of the facts found for it;
-- ``"both"``: the per-question tree first; when that answer is not grounded, the whole knowledge
-  base;
+- ``"question"``: the retrieved facts, listed and in a per-question tree;
+- ``"both"``: the per-question tree first; when that answer is not proven, the whole KB;
 - ``"kb-first"``: the whole knowledge base first (no retrieval); when that answer is not
-  grounded, retrieval, re-ranking and the per-question tree (and its sub-query rounds).
+  proven, retrieval and the per-question tree.
 
-An answer stands only when it is *grounded* (:mod:`.grounding`): contained in a stated fact of a
-connected chain that starts at an entity of the question, or computed from such facts by a shown
-step. Otherwise it is replaced by "I don't know." (the trace keeps what was withheld and why).
-When the constrained attempt on the per-question tree gives no grounded answer, the model reads
-the retrieved facts listed in its prompt and answers freely (:mod:`.evidence`); a candidate that
-a connected chain of those facts holds is then stated, constrained to a tree of that chain's
-facts, and grounded as any attempt (a small model often reads the answer in a fact it does not
-pick while generating). When that fails too, the agent searches the web again with sub-queries
-(written by the chat model, else the question keywords no fact covered), at most ``max_rounds`` times, and regenerates over the grown tree.
+An answer stands only when it is *proven* (:mod:`.grounding`, :mod:`.asked`): contained in a
+stated fact of a connected chain that starts at an entity of the question (or computed from such
+facts by a shown step), and the fact holding it says what the question asks (a triple's
+relation is the one the question asks, by embedding similarity against the knowledge base's
+relations; a statement is judged by the local model). When the relation is not the one asked
+and the chain can go on, the model states one more fact and answers again. Otherwise the
+answer is withheld: "I don't know.", the trace keeping what was withheld and which check failed.
 
 The trace is plain data (JSON-serializable): one record per step in order (retrieval with each
-fact's score parts and provenance, the re-ranker's question type and choice or fallback,
-sub-queries, each generation with its fact spans and token counts), the answer, timings per step
-and token totals. :meth:`FactAgent.stream` yields the same records as events while they happen,
-and the generated text token by token.
+fact's score parts and provenance, the plan, each attempt with its fact spans, token counts and
+checks), the answer, timings per step and token totals. :meth:`FactAgent.stream` yields the same
+records as events while they happen, and the generated text as it is written.
 """
 from __future__ import annotations
 
@@ -47,11 +50,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
+from ..prompts import FewShotPrompt, listed_question
+from .asked import AskedCheck, AskedChecker, RelationLabels, RelationMatcher
+from .chaining import ChainingTree
 from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
-from .chaining import (ANSWER_LINE_TOKENS, ChainGuard, ChainingTree, asks_past, connected_reply, reply_through,
-                       subject_relations)
-from .evidence import READ_TOKENS, ListedFactsReader, evidence_chain, reading_holds
-from .grounding import DONT_KNOW, Grounding, clean_answer, connected_prefix, ground, knows
+from .grounding import DONT_KNOW, Grounding, clean_answer, ground, knows
+from .options import OptionsStep
+from .plan import PlanReader, QuestionPlan
+from .replies import Reply, ReplyPart, ReplyWriter
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
@@ -60,8 +66,8 @@ if TYPE_CHECKING:
     from ..web.web import KnowledgeWeb
 
 TREE_MODES = ("kb", "question", "both", "kb-first")
-# One more fact line and the answer line after it.
-_ONE_FACT_TOKENS = 64
+# The listed-facts prompt of the read attempt.
+READ_PROMPT = "agent"
 # How a follow-up is made standalone: "chat" by the chat model, "rules" by rules, "auto" by the
 # chat model when it is an OpenAI-compatible endpoint (the small local models rewrite worse than
 # the rules), else by rules.
@@ -92,6 +98,7 @@ class AgentAnswer:
                 "trace": self.trace}
 
 
+
 class _State(TypedDict, total=False):
     asked: str               # the question as the user asked it
     question: str            # the standalone question (the follow-up rewritten)
@@ -103,7 +110,7 @@ class _State(TypedDict, total=False):
     queries: list[str]       # every query searched so far
     pending: list[str]       # queries to search next
     rounds: int              # sub-query rounds done
-    evidence_round: int      # the last round the evidence attempt ran in (-1: none yet)
+    plan: dict[str, Any]     # the question's plan (QuestionPlan.as_dict)
     attempts: list[dict]     # generation attempts (the last one decides)
     steps: Annotated[list[dict], operator.add]
 
@@ -113,21 +120,25 @@ class FactAgent:
 
     Example::
 
-        agent = FactAgent(open_generator("qwen2.5-coder-0.5b"), KnowledgeWeb.open("my-web"),
-                          Reranker(chat_client_from_env()), tree="both")
+        agent = FactAgent(open_generator("qwen2.5-coder-0.5b"), KnowledgeWeb.open("my-web"), tree="both")
         reply = agent.answer("Who founded Zorblax Station?")
         reply.answer, [f["text"] for f in reply.facts], reply.trace["steps"]
         for event in agent.stream("Where was Mira Quell born?"):
             print(event["event"], event.get("text", ""))
 
-    ``chat`` writes the sub-queries of the fact-finding loop (default: the re-ranker's client;
-    None: the question's uncovered keywords are searched instead).
+    ``chat`` writes the sub-queries of the fact-finding rounds (default: the re-ranker's client;
+    None: the question's uncovered keywords are searched instead). ``checks``: prove that the
+    fact holding an answer says what the question asks (:mod:`.asked`; off: the chain and the
+    answer's words alone, as before). ``relations``: the knowledge base's relations with their
+    descriptions for that check (default: the relations of the generator's index, described by
+    the bundled Wikidata property labels where they match).
     """
 
     def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None,
-                 reranker: Reranker | None = None, *, tree: str = "both", k: int = 10, max_rounds: int = 1,
+                 reranker: Reranker | None = None, *, tree: str = "both", k: int = 10, max_rounds: int = 0,
                  max_subqueries: int = 2, chat: ChatClient | None = None, rewrite: str = "auto",
-                 max_hops: int = 3, hop_k: int = 5, max_tree_facts: int = 60, evidence: bool = True,
+                 max_hops: int = 3, hop_k: int = 5, max_tree_facts: int = 60, checks: bool = True,
+                 relations: RelationLabels | None = None,
                  max_history_turns: int = MAX_TURNS, max_history_chars: int = MAX_CHARS) -> None:
         if tree not in TREE_MODES:
             raise ValueError(f"tree must be one of {', '.join(TREE_MODES)}, not {tree!r}")
@@ -145,9 +156,11 @@ class FactAgent:
         self.chat = chat if chat is not None else getattr(reranker, "client", None)
         self.rewrite = rewrite
         self.max_hops, self.hop_k, self.max_tree_facts = max_hops, hop_k, max_tree_facts
-        self.evidence = evidence
-        self._reader: ListedFactsReader | None = None
+        self.checks = checks
+        self._relations = relations
         self.max_history_turns, self.max_history_chars = max_history_turns, max_history_chars
+        self._parts_lock = threading.RLock()  # a part may be built from another
+        self._parts: dict[str, Any] = {}
         self.graph = self._build_graph()
         self._closers: list[Callable[[], None]] = []
 
@@ -165,13 +178,79 @@ class FactAgent:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # --- the parts, built on first use (the listed-facts prompt, the plan reader, the checks) ----
+
+    def _part(self, name: str, build: Callable[[], Any]) -> Any:
+        with self._parts_lock:
+            if name not in self._parts:
+                self._parts[name] = build()
+            return self._parts[name]
+
+    @property
+    def _loaded(self) -> Any:
+        from ..models import LoadedModel
+
+        return self._part("loaded", lambda: LoadedModel(self.generator.model, self.generator.tokenizer,
+                                                        getattr(self.generator.model, "name_or_path", "local"), 0.0))
+
+    @property
+    def reader(self) -> ReplyWriter:
+        """Writes the read attempt: the retrieved facts listed in the prompt (``prompts/agent/``)."""
+        from ..decoding import FactGenerator
+
+        def build() -> ReplyWriter:
+            g = self.generator
+            return ReplyWriter(FactGenerator(g.model, g.tokenizer, None, prompt=FewShotPrompt.load(READ_PROMPT),
+                                             max_new_tokens=g.max_new_tokens, vocab=g.vocab))
+
+        return self._part("reader", build)
+
+    @property
+    def kb_writer(self) -> ReplyWriter:
+        """Writes the attempt on the whole knowledge base (the ReFactX prompt, nothing listed)."""
+        return self._part("kb_writer", lambda: ReplyWriter(self.generator))
+
+    @property
+    def planner(self) -> PlanReader:
+        return self._part("planner", lambda: PlanReader(self._embedder()))
+
+    def _embedder(self) -> Any:
+        if self.web is not None and getattr(self.web, "embedder", None) is not None:
+            return self.web.embedder
+        from ..embeddings import Embedder
+
+        return self._part("embedder", Embedder)
+
+    @property
+    def matcher(self) -> RelationMatcher:
+        def build() -> RelationMatcher:
+            labels = self._relations or default_relations(self.generator.index)
+            return RelationMatcher(self._embedder(), labels)
+
+        return self._part("matcher", build)
+
+    @property
+    def checker(self) -> AskedChecker:
+        return self._part("checker", lambda: AskedChecker(self.matcher))
+
+    @property
+    def options_step(self) -> OptionsStep:
+        def similar(a: str, b: str) -> float:
+            vectors = self._embedder().encode([a, b])
+            return float(vectors[0] @ vectors[1])
+
+        return self._part("options", lambda: OptionsStep(self.generator, self.web, similar=similar,
+                                                         matcher=self.matcher, hop_k=self.hop_k))
+
     # --- running ---------------------------------------------------------------------------------
 
     def answer(self, question: str, *, history: Sequence[Mapping[str, Any]] | None = None,
                beams: int | None = None, stop: threading.Event | None = None) -> AgentAnswer:
         """Answer ``question`` through the whole pipeline. ``history``: the earlier turns of the
         conversation, oldest first, as ``{"role": "user" | "assistant", "content": ...}``
-        (a follow-up is made standalone from them); ``stop``: set it to cut generation short."""
+        (a follow-up is made standalone from them); ``stop``: set it to cut generation short.
+        ``beams`` is recorded: the agent writes greedily (its repairs continue one session);
+        beam search serves bare constrained generation."""
         started = time.perf_counter()
         state = self.graph.invoke(self._input(question, history, beams, stop))
         return self._result(state, time.perf_counter() - started)
@@ -209,8 +288,8 @@ class FactAgent:
         question = " ".join(question.split())
         history = trim_history(history or [], self.max_history_turns, self.max_history_chars)
         return {"asked": question, "question": question, "history": history, "beams": beams, "stop": stop,
-                "pool": [], "chosen": [],
-                "queries": [], "pending": [question], "rounds": 0, "evidence_round": -1, "attempts": [], "steps": []}
+                "pool": [], "chosen": [], "queries": [], "pending": [question], "rounds": 0, "plan": {},
+                "attempts": [], "steps": []}
 
     # --- the graph -------------------------------------------------------------------------------
 
@@ -221,45 +300,40 @@ class FactAgent:
         graph.add_node("rewrite", self._rewrite)
         graph.add_node("retrieve", self._retrieve)
         graph.add_node("rerank", self._rerank)
-        graph.add_node("generate", self._generate)
-        graph.add_node("evidence", self._evidence)
+        graph.add_node("plan", self._plan)
+        graph.add_node("options", self._options)
+        graph.add_node("read", self._read)
         graph.add_node("subquery", self._subquery)
-        graph.add_node("generate_kb", self._generate_kb)
+        graph.add_node("kb", self._kb)
         graph.add_edge(START, "rewrite")
-        graph.add_conditional_edges("rewrite", lambda s: "generate_kb" if self.tree in ("kb", "kb-first") else "retrieve",
-                                    ["generate_kb", "retrieve"])
+        graph.add_conditional_edges("rewrite", lambda s: "kb" if self.tree in ("kb", "kb-first") else "retrieve",
+                                    ["kb", "retrieve"])
         graph.add_edge("retrieve", "rerank")
-        graph.add_edge("rerank", "generate")
-        graph.add_conditional_edges("generate", self._after_generate, ["evidence", "subquery", "generate_kb", END])
-        graph.add_conditional_edges("evidence", self._after_generate, ["evidence", "subquery", "generate_kb", END])
-        graph.add_conditional_edges("subquery", self._after_subquery, ["retrieve", "generate_kb", END])
-        graph.add_conditional_edges("generate_kb", self._after_kb, ["retrieve", END])
+        graph.add_conditional_edges("rerank", lambda s: "plan" if s["rounds"] == 0 else "read", ["plan", "read"])
+        graph.add_conditional_edges("plan", lambda s: "options" if s["plan"].get("kind", "lookup") != "lookup"
+                                    else "read", ["options", "read"])
+        graph.add_edge("options", END)
+        graph.add_conditional_edges("read", self._after_read, ["subquery", "kb", END])
+        graph.add_conditional_edges("subquery", lambda s: "retrieve" if s["pending"] else
+                                    ("kb" if self.tree == "both" else END), ["retrieve", "kb", END])
+        graph.add_conditional_edges("kb", self._after_kb, ["retrieve", END])
         return graph.compile(name="factweave-agent")
 
     def _after_kb(self, state: _State) -> str:
         from langgraph.graph import END
 
-        if self.tree != "kb-first" or _final(state["attempts"]).get("grounded") or _stopped(state):
+        if self.tree != "kb-first" or state["attempts"][-1].get("grounded") or _stopped(state) or state["pool"]:
             return END
         return "retrieve"
 
-    def _after_generate(self, state: _State) -> str:
+    def _after_read(self, state: _State) -> str:
         from langgraph.graph import END
 
-        if _final(state["attempts"]).get("grounded") or _stopped(state):
+        if state["attempts"][-1].get("grounded") or _stopped(state):
             return END
-        if self.evidence and state["evidence_round"] < state["rounds"] and state["pool"]:
-            return "evidence"
         if state["rounds"] < self.max_rounds:
             return "subquery"
-        return "generate_kb" if self.tree == "both" else END
-
-    def _after_subquery(self, state: _State) -> str:
-        from langgraph.graph import END
-
-        if state["pending"]:
-            return "retrieve"
-        return "generate_kb" if self.tree == "both" else END
+        return "kb" if self.tree == "both" else END
 
     # --- the steps -------------------------------------------------------------------------------
 
@@ -310,210 +384,171 @@ class FactAgent:
         _emit({"event": "step", "step": step})
         return {"chosen": chosen, "steps": [step]}
 
-    def _generate(self, state: _State) -> dict[str, Any]:
-        return self._attempt(state, "question")
+    def _plan(self, state: _State) -> dict[str, Any]:
+        t = time.perf_counter()
+        names = [n for h in state["pool"] for n in _names_of(h)]
+        plan = self.planner.plan(state["question"], names)
+        step = {"step": "plan", **plan.as_dict(), "seconds": _since(t)}
+        _emit({"event": "step", "step": step})
+        return {"plan": plan.as_dict(), "steps": [step]}
 
-    def _generate_kb(self, state: _State) -> dict[str, Any]:
-        return self._attempt(state, "kb")
-
-    def _attempt(self, state: _State, tree: str) -> dict[str, Any]:
+    def _options(self, state: _State) -> dict[str, Any]:
+        """The step over the plan's two options (:mod:`.options`): one reply, computed in code."""
+        plan = QuestionPlan(**{k: (tuple(v) if k == "options" else v) for k, v in state["plan"].items()})
         number = len(state["attempts"])
-        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree}
-        chain = None
-        if tree == "question":
-            chosen = state["chosen"]
-            if not chosen:
-                record.update(answer=DONT_KNOW, text="", facts=[], skipped="no fact retrieved", tokens=0,
-                              prompt_tokens=0, seconds=0.0, tree_facts=0)
-                _emit({"event": "step", "step": record})
-                return {"attempts": state["attempts"] + [record], "steps": [record]}
-            t = time.perf_counter()
-            chain = ChainingTree(chosen, self.generator.tokenizer, self.web if self.max_hops else None,
-                                 state["question"], max_hops=self.max_hops, k=self.hop_k,
-                                 max_facts=self.max_tree_facts)
-            record["tree_facts"] = chain.size
-            record["tree_build_s"] = _since(t)
-        hops: list[dict[str, Any]] = []
-        self._generate_into(record, state, tree, chain, hops)
-        records = [*hops, record]
-        if record.get("grounded"):
-            # A grounded answer may be a bridge the question goes past: then one more fact.
-            asked = asks_past(state["question"], record["answer"], [f["text"] for f in record["facts"]],
-                              self._facts_about(record["answer"], chain))
-            if asked:
-                record["asks_past"] = asked
-                records.extend(self._one_more_fact(record, state, tree, chain, number + 1))
-        elif record.get("grounded") is False and not record.get("stopped"):
-            repair = self._reanswer(record, state, tree, chain, number + 1)
-            if repair is not None:
-                records.append(repair)
-            else:
-                records.extend(self._one_more_fact(record, state, tree, chain, number + 1))
+        t = time.perf_counter()
+        hits = state["chosen"] or state["pool"]
+
+        def on_text(text: str) -> None:
+            _emit({"event": "token", "text": text, "attempt": number})
+
+        result = self.options_step.run(state["question"], plan, hits, stop=state.get("stop"), on_text=on_text)
+        known = {h.text: h for h in hits}
+        facts = []
+        for span in result.spans:
+            hit = known.get(span.text) or result.hits.get(span.text)
+            facts.append({"start": span.start, "end": span.end, "text": span.text, "tree": "question",
+                          "fact_id": getattr(hit, "id", None), "source": getattr(hit, "source", span.source),
+                          "provenance": ({"kind": hit.kind, **hit.provenance} if hit is not None else {})})
+        for fact in facts:
+            _emit({"event": "fact", "fact": fact, "attempt": number})
+        grounding = {"grounded": result.grounded, "how": result.how, "facts": list(result.facts),
+                     "computed": True, **({"short": result.answer} if result.answer else {})}
+        record = {"step": "generate", "attempt": number, "tree": "question", "kind": plan.kind,
+                  "tree_facts": len(hits), "text": result.text, "answer": result.answer or DONT_KNOW,
+                  "facts": facts, "options": [r.as_dict() for r in result.readings], "truncated": False,
+                  "tokens": result.tokens, "prompt_tokens": result.prompt_tokens,
+                  "cached_prompt_tokens": result.cached_prompt_tokens, "prefill_s": result.prefill_s,
+                  "grounded": result.grounded, "grounding": grounding, "seconds": _since(t)}
+        hops = [{**hop, "seconds": hop.get("seconds", 0.0)} for hop in result.hops]
+        for hop in hops:
+            _emit({"event": "step", "step": hop})
+        _emit({"event": "step", "step": record})
+        return {"attempts": state["attempts"] + [record], "steps": [*hops, record]}
+
+    def _read(self, state: _State) -> dict[str, Any]:
+        """The look-up: the retrieved facts listed, the model states the ones it needs (a tree of
+        them that grows with hops), then answers; checked, and one more fact when it stops short."""
+        number = len(state["attempts"])
+        chosen = state["chosen"]
+        if not chosen:
+            record = {"step": "generate", "attempt": number, "tree": "question", "answer": DONT_KNOW, "text": "",
+                      "facts": [], "skipped": "no fact retrieved", "tokens": 0, "prompt_tokens": 0, "seconds": 0.0,
+                      "tree_facts": 0}
+            _emit({"event": "step", "step": record})
+            return {"attempts": state["attempts"] + [record], "steps": [record]}
+        t = time.perf_counter()
+        chain = ChainingTree(chosen, self.generator.tokenizer, self.web if self.max_hops else None,
+                             state["question"], max_hops=self.max_hops, k=self.hop_k, max_facts=self.max_tree_facts)
+        tree_s = _since(t)
+        listed = [h.text for h in chosen]
+        prompt = [{"role": "user", "content": listed_question(state["question"], list(dict.fromkeys(listed)))}]
+        records = self._attempt(state, "question", self.reader, prompt, chain.index, chain, number)
+        records[0]["tree_facts"] = chain.size
+        records[0]["tree_build_s"] = tree_s
         attempts = [r for r in records if r["step"] == "generate"]
         return {"attempts": state["attempts"] + attempts, "steps": records}
 
-    def _generate_into(self, record: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
-                       hops: list[dict[str, Any]], reply_prefix: str = "",
-                       prefix_facts: Sequence[dict[str, Any]] = (), budget: int = ANSWER_LINE_TOKENS,
-                       guarded: bool = True, reading: str = "") -> None:
-        """Run one generation for ``record`` (streaming its tokens, facts and hops) and fill it in.
-        ``guarded``: cut the generation when a fact breaks away from the question's chain (not
-        for a tree whose facts were checked to be connected as a whole: any order is fine; its
-        budget is then ``budget``). ``reading``: the evidence attempt's candidate, which is the
-        answer when the facts stated ground it."""
-        number = record["attempt"]
+    def _kb(self, state: _State) -> dict[str, Any]:
+        """The whole knowledge base's tree, nothing listed (plain ReFactX), checked as any attempt."""
+        number = len(state["attempts"])
+        records = self._attempt(state, "kb", self.kb_writer, state["question"], self.generator.index, None, number)
+        attempts = [r for r in records if r["step"] == "generate"]
+        return {"attempts": state["attempts"] + attempts, "steps": records}
+
+    def _attempt(self, state: _State, tree: str, writer: ReplyWriter, prompt: Any, index: Any,
+                 chain: ChainingTree | None, number: int) -> list[dict[str, Any]]:
+        """One reply on ``index`` (written by ``writer``), its check, and one more fact when the
+        fact holding the answer does not say what the question asks but the chain can go on."""
         t = time.perf_counter()
-        answer = None
-        stop = state.get("stop")
-        if reply_prefix:
-            _emit({"event": "token", "text": reply_prefix, "attempt": number})
-            for fact in prefix_facts:
-                _emit({"event": "fact", "fact": fact, "attempt": number})
-        shift = len(reply_prefix)
-        options: dict[str, Any] = {"beams": state.get("beams"), "reply_prefix": reply_prefix}
-        hop = chain.on_fact if chain is not None and chain.web is not None else None
-        guard = None
-        if reply_prefix or not guarded:
-            options["max_new_tokens"] = budget
-        elif (state.get("beams") or self.generator.beams) == 1:
-            guard = ChainGuard(state["question"], hop)
-            hop = guard.on_fact
-            options["stop_items"] = guard.cut
-        if chain is not None:
-            options["index"] = chain.index
-        options["on_fact"] = hop
-        for event in self.generator.stream(state["question"], **options):
+        question = state["question"]
+        hops: list[dict[str, Any]] = []
+        current = [number]
+
+        def on_text(text: str) -> None:
             if chain is not None:
                 for hop in chain.take_hops():
                     hops.append(hop)
                     _emit({"event": "step", "step": hop})
-            if event.kind == "token":
-                _emit({"event": "token", "text": event.text, "attempt": number})
-            elif event.kind == "fact":
-                _emit({"event": "fact", "fact": self._fact(event.fact, tree, chain, shift), "attempt": number})
-            else:
-                answer = event.answer
-            if stop is not None and stop.is_set():
-                break
+            _emit({"event": "token", "text": text, "attempt": current[0]})
+
+        def on_span(span: Any) -> None:
+            _emit({"event": "fact", "fact": self._fact(span, tree, chain), "attempt": current[0]})
+
+        reply = writer.start(prompt, index, question=question,
+                             on_fact=chain.on_fact if chain is not None and chain.web is not None else None,
+                             cancel=state.get("stop"))
+        part = writer.write(reply, self.generator.max_new_tokens, on_text=on_text, on_span=on_span)
+        record = self._record(number, tree, part, reply, chain, t)
+        self._verdict(question, record, part, chain)
+        records = [record]
         if chain is not None:
             hops.extend(chain.take_hops())
-        if answer is None:  # stopped early: what was generated so far is not an answer
-            record.update(answer="", text="", facts=[], truncated=True, stopped=True, tokens=0, prompt_tokens=0,
-                          seconds=_since(t))
-            return
-        cut = guard is not None and bool(guard.cut)
-        if cut:  # ended by the agent, not by the token budget: not a truncated answer
-            record["cut"] = f"fact {len(guard.stated[0])} broke away from the chain"
-        record.update(answer=answer.answer, text=reply_prefix + answer.text,
-                      facts=[*prefix_facts, *(self._fact(f, tree, chain, shift) for f in answer.facts)],
-                      truncated=answer.truncated and not cut, tokens=answer.tokens, prompt_tokens=answer.prompt_tokens,
-                      cached_prompt_tokens=answer.timings.get("cached_prompt_tokens", 0),
-                      prefill_s=answer.timings.get("prefill_s", 0.0), seconds=_since(t))
+        if not record["grounded"] and record.get("check", {}).get("passed") is False and not part.stopped:
+            # The fact holding the answer says something else than what is asked: the chain may
+            # go on (the answer a bridge: "Canada" for the official language of its country).
+            t = time.perf_counter()
+            current[0] = number + 1
+            more = writer.one_more_fact(reply, on_text=on_text, on_span=on_span)
+            if more is not None:
+                again = self._record(number + 1, tree, more, reply, chain, t)
+                again["continues"] = number
+                self._verdict(question, again, more, chain)
+                records.append(again)
+                if chain is not None:
+                    hops.extend(chain.take_hops())
+        for r in records:
+            _emit({"event": "step", "step": r})
+        return [*hops, *records]
+
+    def _record(self, number: int, tree: str, part: ReplyPart, reply: Reply, chain: ChainingTree | None,
+                started: float) -> dict[str, Any]:
+        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree, "answer": part.answer,
+                                  "text": part.text, "facts": [self._fact(s, tree, chain) for s in part.spans],
+                                  "truncated": part.truncated, "tokens": part.tokens,
+                                  "prompt_tokens": reply.prompt_tokens, "cached_prompt_tokens": reply.cached_tokens,
+                                  "prefill_s": 0.0 if part.continued else reply.prefill_s,
+                                  "seconds": _since(started)}
         if chain is not None:
             record["tree_facts_final"] = len(chain.index.facts)
-        verdict = ground(state["question"], answer.answer, [f["text"] for f in record["facts"]])
-        if reading:
-            # The reading's answer, when the facts stated hold it, stands: the model restating it
-            # as a sentence, or running out of tokens after the facts, changes nothing.
-            held = reading_holds(state["question"], reading, [f["text"] for f in record["facts"]])
-            if held.grounded:
-                verdict = Grounding(True, held.how, held.facts, held.short or reading)
-                record.update(truncated=False, answer_from="the reading of the listed facts")
-        record["grounded"] = verdict.grounded
-        record["grounding"] = verdict.as_dict()
-        _emit({"event": "step", "step": record})
-
-    def _reanswer(self, failed: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
-                  number: int) -> dict[str, Any] | None:
-        """When the stated facts broke away from the question (a fact after the first ones shares
-        nothing with them), answer again from the facts before the break: the reply so far up to
-        the end of the last connected fact, then ``Answer:``. The model writes the answer; the
-        facts it rests on were stated in the failed attempt, so nothing new is claimed."""
-        facts = failed["facts"]
-        keep, prefix = connected_reply(state["question"], failed["text"], [(f["text"], f["end"]) for f in facts])
-        if not prefix:
-            return None
-        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree,
-                                  "reanswer_of": failed["attempt"], "kept_facts": keep,
-                                  "dropped": [f["text"] for f in facts[keep:]]}
-        if chain is not None:
-            record["tree_facts"] = failed.get("tree_facts", chain.size)
-        self._generate_into(record, state, tree, None if chain is None else _Frozen(chain), [], prefix,
-                            facts[:keep])
+        if part.cut:
+            record.update(cut=part.cut, dropped=part.dropped)
+        if part.stopped:
+            record["stopped"] = True
         return record
 
-    def _facts_about(self, answer: str, chain: ChainingTree | None) -> list[str]:
-        """The tree's triples that go on from ``answer``: on a per-question tree its facts; on
-        the whole KB, whose facts are not listed, ``<answer> <relation> <...>`` for each relation
-        the tree holds for it (:func:`~.chaining.subject_relations`)."""
-        if chain is not None:
-            return [f.text for f in chain.index.facts]
-        name = clean_answer(answer).rstrip(".").strip()
-        if not name or self.generator.index is None:
-            return []
-        return [f"<{name}> <{r}> <...> ." for r in subject_relations(self.generator.index, self.generator.tokenizer, name)]
+    def _verdict(self, question: str, record: dict[str, Any], part: ReplyPart,
+                 chain: ChainingTree | None = None) -> None:
+        """Ground ``record``'s answer in its stated facts, then check that the fact holding it
+        says what the question asks (:mod:`.asked`)."""
+        facts = [f["text"] for f in record["facts"]]
+        verdict = ground(question, part.answer, facts)
+        check: AskedCheck | None = None
+        if verdict.grounded and not verdict.computed and self.checks:
+            check = self.checker.check(question, verdict.short or clean_answer(part.answer), facts, verdict.facts,
+                                       held=lambda subject: self._relations_held(subject, chain))
+            if not check.passed:
+                verdict = Grounding(False, check.how, verdict.facts)
+        record["grounded"] = verdict.grounded
+        record["grounding"] = verdict.as_dict()
+        if check is not None:
+            record["check"] = check.as_dict()
+            record["grounding"]["check"] = check.as_dict()
 
-    def _one_more_fact(self, failed: dict[str, Any], state: _State, tree: str, chain: ChainingTree | None,
-                       number: int) -> list[dict[str, Any]]:
-        """When the chain stopped one hop short, the reply so far, then ``Fact:``: the model states
-        one more fact (constrained, from a tree the hops have grown) before it answers. Short:
-        every stated fact is on the chain but the answer is in none of them ("<Eisbrecher>
-        <country of origin> <Germany>", then "Answer: German"), or the answer is a bridge the
-        question asks past (:func:`~.chaining.asks_past`: "Canada" for the official language of
-        the country X is located in). Nothing is claimed that is not stated. Returns the new
-        attempt after the hops it made (none when it does not apply)."""
-        facts = failed["facts"]
-        if not facts or failed.get("cut") or failed.get("truncated"):
-            return []
-        if connected_prefix(state["question"], [f["text"] for f in facts]) < len(facts):
-            return []
-        prefix = reply_through(failed["text"], facts[-1]["end"], "Fact:")
-        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree,
-                                  "continues": failed["attempt"]}
-        if chain is not None:
-            record["tree_facts"] = len(chain.index.facts)
-        hops: list[dict[str, Any]] = []
-        self._generate_into(record, state, tree, chain, hops, prefix, facts, budget=_ONE_FACT_TOKENS)
-        return [*hops, record]
+    def _relations_held(self, subject: str, chain: ChainingTree | None) -> list[str]:
+        """The relations the knowledge holds for ``subject``: read from the whole KB's tree
+        (:func:`~.chaining.subject_relations`) and from the per-question tree's triples."""
+        from .asked import parse_triple
+        from .chaining import subject_relations
 
-    def _evidence(self, state: _State) -> dict[str, Any]:
-        """The model reads the listed facts (the pool's first ``k``) and answers freely; a
-        candidate grounded in a connected chain of them is stated on a tree of that chain's facts
-        and grounded as any attempt (:mod:`.evidence`)."""
-        t = time.perf_counter()
-        listed = state["pool"][: self.k]
-        read_before = [s["listed"] for s in state["steps"] if s["step"] == "evidence"]
-        if read_before and read_before[-1] == [h.id for h in listed]:  # the same facts: the same reading
-            return {"evidence_round": state["rounds"]}
-        texts = [h.text for h in listed]
-        if self._reader is None:
-            self._reader = ListedFactsReader(self.generator, max_new_tokens=READ_TOKENS)
-        read = self._reader.read(state["question"], texts, cancel=state.get("stop"))
-        candidate = clean_answer(read.answer)
-        step: dict[str, Any] = {"step": "evidence", "round": state["rounds"], "listed": [h.id for h in listed],
-                                "reply": read.text, "candidate": candidate}
-        out: dict[str, Any] = {"evidence_round": state["rounds"]}
-        check, chain = evidence_chain(state["question"], candidate, texts) if knows(candidate) else (None, [])
-        step["grounded"] = bool(chain)
-        step["how"] = ("the model found no answer in the listed facts" if check is None
-                       else f"in the listed facts: {check.how}")
-        step["chain"] = [listed[i].id for i in chain]
-        step["seconds"] = _since(t)
-        _emit({"event": "step", "step": step})
-        if not chain or _stopped(state):
-            return {**out, "steps": [step]}
-        number = len(state["attempts"])
-        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": "question", "evidence": candidate}
-        t = time.perf_counter()
-        tree = ChainingTree([listed[i] for i in chain], self.generator.tokenizer, None, state["question"],
-                            max_hops=0, max_facts=len(chain))
-        record["tree_facts"] = tree.size
-        record["tree_build_s"] = _since(t)
-        # The tree's facts are connected as a whole: stated in any order, no fact is cut. A budget
-        # for stating them all and the answer line.
-        self._generate_into(record, state, "question", tree, [], guarded=False,
-                            budget=_ONE_FACT_TOKENS * len(chain) + ANSWER_LINE_TOKENS, reading=candidate)
-        return {**out, "attempts": state["attempts"] + [record], "steps": [step, record]}
+        held: dict[str, None] = {}
+        if self.generator.index is not None:
+            held.update(dict.fromkeys(subject_relations(self.generator.index, self.generator.tokenizer, subject)))
+        for fact in (chain.index.facts if chain is not None else ()):
+            triple = parse_triple(fact.text)
+            if triple is not None and triple[0] == subject:
+                held.setdefault(triple[1], None)
+        return list(held)
 
     def _subquery(self, state: _State) -> dict[str, Any]:
         t = time.perf_counter()
@@ -541,8 +576,8 @@ class FactAgent:
 
     # --- the result ------------------------------------------------------------------------------
 
-    def _fact(self, span: Any, tree: str, chain: ChainingTree | None, shift: int = 0) -> dict[str, Any]:
-        out = {"start": span.start + shift, "end": span.end + shift, "text": span.text, "tree": tree}
+    def _fact(self, span: Any, tree: str, chain: ChainingTree | None) -> dict[str, Any]:
+        out = {"start": span.start, "end": span.end, "text": span.text, "tree": tree}
         if tree == "question":
             hit = chain.hit(span.id) if chain is not None else None
             out.update(fact_id=hit.id if hit else None, source=hit.source if hit else span.source,
@@ -564,10 +599,10 @@ class FactAgent:
         # A sentence that says a stated triple is answered by the triple's object.
         answer = ((last.get("grounding") or {}).get("short") or clean_answer(last["answer"])) if grounded else DONT_KNOW
         # prefill_s: the part of generate_s spent reading the prompts before the first token.
-        timings = {"rewrite_s": 0.0, "hop_s": 0.0, "retrieve_s": 0.0, "rerank_s": 0.0, "evidence_s": 0.0,
+        timings = {"rewrite_s": 0.0, "hop_s": 0.0, "retrieve_s": 0.0, "rerank_s": 0.0, "plan_s": 0.0,
                    "subquery_s": 0.0, "tree_build_s": 0.0, "generate_s": 0.0, "prefill_s": 0.0}
         for step in steps:
-            timings[f"{step['step']}_s"] += step.get("seconds", 0.0)
+            timings[f"{step['step']}_s"] = timings.get(f"{step['step']}_s", 0.0) + step.get("seconds", 0.0)
             timings["tree_build_s"] += step.get("tree_build_s", 0.0)
             if step["step"] == "generate":
                 timings["prefill_s"] += step.get("prefill_s", 0.0)
@@ -576,7 +611,8 @@ class FactAgent:
         trace = {
             "question": state.get("asked", ""), "standalone": state.get("question", ""), "tree": self.tree,
             "settings": {"k": self.k, "rerank": self.reranker is not None, "max_rounds": self.max_rounds,
-                         "beams": state.get("beams") or self.generator.beams},
+                         "beams": 1, "checks": self.checks},
+            "plan": state.get("plan") or {},
             "steps": steps, "answer": answer, "grounded": grounded, "supported": grounded,
             "grounding": last.get("grounding", {"grounded": False, "how": "no attempt ran", "facts": []}),
             "facts": last["facts"],
@@ -595,6 +631,25 @@ class FactAgent:
         return AgentAnswer(trace["question"], answer, last["text"], last["facts"], trace)
 
 
+def default_relations(index: Any) -> RelationLabels:
+    """The relations the answer check compares a question with: the bundled Wikidata property
+    labels and descriptions (``agent/data/relations/``), and every relation of ``index``'s
+    triples (described there when the label matches)."""
+    from ..knowledge.kamel import relations_file
+
+    labels = RelationLabels.from_tsv(relations_file())
+    if index is not None:
+        labels = RelationLabels.from_index(index).merged(labels)
+    return labels
+
+
+def _names_of(hit: Any) -> list[str]:
+    """The knowledge's names a hit carries: a triple's subject and object, a passage's title."""
+    p = getattr(hit, "provenance", {}) or {}
+    names = [p.get("subject"), p.get("object"), p.get("title")]
+    return [n for n in names if isinstance(n, str) and n.strip()]
+
+
 def _final(attempts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The attempt that answers: the last one, unless it went one fact past a grounded answer
     and is not grounded itself (then that answer stands)."""
@@ -604,19 +659,6 @@ def _final(attempts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if base is not None and base.get("grounded"):
             return base
     return last
-
-
-class _Frozen:
-    """A chaining tree seen by a re-answer: the same facts and ids, no more hops."""
-
-    def __init__(self, chain: ChainingTree) -> None:
-        self.index, self.web, self._chain = chain.index, None, chain
-
-    def hit(self, fact_id: int) -> Any:
-        return self._chain.hit(fact_id)
-
-    def take_hops(self) -> list[dict[str, Any]]:
-        return []
 
 
 def _is_endpoint(chat: Any) -> bool:

@@ -13,14 +13,12 @@ one anyway and answers from it. An answer stands when:
    is contained word for word in a fact of that chain (a short sentence as answer: its words but
    small ones like "is", "in" all in one such fact), or is computed from chain facts by a step
    this module shows: a difference of two years ("how many years ..."), a count of one subject's
-   objects for one relation, a yes/no comparison of two triples with the same relation, or a
-   "yes" shown by two statements, one on each side of the question, that hold the same name or
-   year ("American" for "Are both X and Y from the same country?") or both say what the
-   question asks both to be ("film director" for "Are X and Y both film directors?").
+   objects for one relation, or a yes/no comparison of two triples with the same relation.
 
-A choice question ("Which film came out first, X or Y?") takes an answer naming X or Y only;
-any other question, no answer that only repeats a whole name it asks about ("Leonida Tonelli"
-for what Leonida Tonelli's occupation is; "Mexico" for the country of Mexico City may stand).
+No answer stands that only repeats a whole name the question asks about ("Leonida Tonelli" for
+what Leonida Tonelli's occupation is; "Mexico" for the country of Mexico City may stand).
+Questions that compare two things are answered by a step over them (:mod:`.options`), not here;
+that the fact holding an answer says what was asked is checked next (:mod:`.asked`).
 
 Anything else is not proven, whatever it says; the agent then tries the next tree and in the
 end answers "I don't know.", keeping the withheld answer in the trace.
@@ -40,28 +38,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..eval.metrics import normalize_answer
-from .comparison import asks_comparison, choice_texts, compare_options
 
 _TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
 _POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])")
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _YES_NO = {"yes": True, "no": False}
-# Words of a yes/no question that ask nothing of the facts.
-_YES_NO_WORDS = frozenset({"both", "same", "does", "have", "were", "also", "either", "each", "other", "kind",
-                           "type", "which", "what", "whether"})
-# A value a statement holds: a capitalized word (a name, a nationality) of 3+ letters, or a year.
-_VALUE_WORD = re.compile(r"\b(?:[A-Z][^\W\d_]{2,}|1[0-9]{3}|20[0-9]{2})\b")
 _ANSWER_PREFIX = re.compile(r"^\s*(?:answer\s*:\s*)+", re.IGNORECASE)
 DONT_KNOW = "I don't know."
 # Words a sentence answer may add to a fact's ("X is a Y", "it was in Z").
 _SMALL_WORDS = frozenset({"is", "was", "are", "were", "be", "been", "it", "its", "he", "she", "they", "his", "her",
                           "their", "in", "of", "on", "at", "by", "for", "from", "to", "and", "as", "with"})
 _MAX_SENTENCE_WORDS = 16
-# A question's word and the words a fact says it with ("die": "<place of death>").
-_SAID_AS = {"die": ("death",), "died": ("death",), "born": ("birth",), "birthplace": ("birth", "born"),
-            "married": ("spouse", "wife", "husband"), "wife": ("spouse", "married"), "husband": ("spouse", "married"),
-            "spouse": ("married", "wife", "husband")}
 _DONT_KNOW_PREFIXES = ("i don't know", "i do not know")
 
 
@@ -119,22 +107,8 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
     if not norm:
         return Grounding(False, "the answer is empty once normalized")
     words = norm.split()
-    options = choice_options(question)
-    if options and asks_comparison(question):
-        # "Who is older, X or Y?": the answer is what the chain's dates pick, whatever the model
-        # said; without both dates nothing is shown (naming an option proves nothing).
-        compared = compare_options(question, [stated[i].text for i in chain])
-        if compared is None:
-            return Grounding(False, "a comparison question: the stated facts do not give both options' dates",
-                             tuple(chain))
-        said = "" if _contains(normalize_answer(compared.winner).split(), words) else f" (the model said {answer!r})"
-        return Grounding(True, compared.how + said, tuple(chain[i] for i in compared.facts), compared.winner,
-                         computed=True)
-    if options and not any(_contains(words, o) or _contains(o, words) for o in options):
-        return Grounding(False, f"the question offers a choice ({' or '.join(' '.join(o) for o in options)}) "
-                                "and the answer is neither", tuple(chain))
     plain = _POSSESSIVE.sub(r"\1", question)
-    if not options and any(name <= set(words) for name in _question_names(plain)) \
+    if any(name <= set(words) for name in _question_names(plain)) \
             and _contains(normalize_answer(plain).split(), words):
         return Grounding(False, "the answer only repeats a name the question asks about", tuple(chain))
     for i in chain:
@@ -186,21 +160,6 @@ def names_question_entity(question: str, fact: str) -> bool:
 def holds_answer(fact: str, answer: str) -> bool:
     """Whether ``answer``, normalized, is in ``fact`` word for word."""
     return _contains(_fact_words(fact), normalize_answer(clean_answer(answer)).split())
-
-
-def says_what_is_asked(question: str, fact: str) -> bool:
-    """Whether ``fact`` holds a word (or a form of it) of what ``question`` asks beyond its names:
-    "director" for "Who was the first director of Zorblax Station?" is not in "It was founded in
-    1987 by Mira Quell."; True when the question asks nothing beyond its names."""
-    from ..web.keywords import STOP_WORDS
-
-    plain = _POSSESSIVE.sub(r"\1", question)
-    names = set().union(*_question_names(plain))
-    asked = [w for w in normalize_answer(plain).split()
-             if w not in STOP_WORDS and w not in names and w not in _SMALL_WORDS and len(w) >= 3 and not w.isdigit()]
-    words = _fact_words(fact)
-    return not asked or any(says_form(words, w) or any(says_form(words, o) for o in _SAID_AS.get(w, ()))
-                            for w in asked)
 
 
 def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
@@ -288,16 +247,6 @@ def _contains(outer: Sequence[str], inner: Sequence[str]) -> bool:
     return n > 0 and any(list(outer[i:i + n]) == list(inner) for i in range(len(outer) - n + 1))
 
 
-def choice_options(question: str) -> list[list[str]]:
-    """The two options of a choice question ("Which film came out first, X or Y?", "Who is
-    older, X or Y?"), each as normalized words; [] for any other question."""
-    written = choice_texts(question)
-    if written is None:
-        return []
-    options = [normalize_answer(o).split() for o in written]
-    return options if all(options) else []
-
-
 def _computed(answer: str, numbered: Sequence[tuple[int, _Stated]], question: str = "") -> str:
     """How ``answer`` follows from the chain's facts (``numbered``: each with its index among
     the stated facts) by a shown step, or ""."""
@@ -329,46 +278,6 @@ def _computed(answer: str, numbered: Sequence[tuple[int, _Stated]], question: st
                 if same == _YES_NO[answer]:
                     return (f"comparison: <{first}> and <{second}> {'share' if same else 'differ in'} "
                             f"<{predicate}>")
-        if _YES_NO[answer] and question:
-            shared = _shared_value(question, numbered)
-            if shared:
-                return shared
-    return ""
-
-
-def _shared_value(question: str, numbered: Sequence[tuple[int, _Stated]]) -> str:
-    """A "yes" to "Are both X and Y from the same country?" shown by two statements, one naming
-    X and one naming Y, that both hold the same name or year the question does not ("American").
-    Only "yes": that two free-text facts differ in the asked respect is not shown by words."""
-    q_names = _question_names(_POSSESSIVE.sub(r"\1", question), split_and=True)
-    if len(q_names) < 2:
-        return ""
-    q_list = normalize_answer(question).split()
-    q_words = set(q_list)
-    # "Are X and Y both film directors?": what both must be, the question's other content words.
-    skip = set().union(*q_names) | _SMALL_WORDS | _YES_NO_WORDS
-    asked = list(dict.fromkeys(w for w in q_list if w not in skip and len(w) >= 4 and not w.isdigit()))
-    about: list[tuple[int, frozenset[str], set[str], set[str]]] = []
-    for number, fact in numbered:
-        if fact.triple is not None:
-            continue
-        words = set(normalize_answer(fact.text).split())
-        named = [n for n in q_names if n <= words]
-        if len(named) != 1:  # a fact naming both (or neither) compares nothing
-            continue
-        values = {normalize_answer(w) for w in _VALUE_WORD.findall(fact.text)} - q_words - _SMALL_WORDS
-        about.append((number, named[0], {v for v in values if v}, words))
-    for i, (first, name_a, values_a, words_a) in enumerate(about):
-        for second, name_b, values_b, words_b in about[i + 1:]:
-            if name_a == name_b or name_a & name_b:
-                continue
-            if "same" in q_words:
-                common = sorted(values_a & values_b)
-                if common:
-                    return f"comparison: facts {first + 1} and {second + 1}, one on each side, both say {common[0]!r}"
-            elif "both" in q_words and asked and all(says_form(words_a, w) and says_form(words_b, w) for w in asked):
-                return (f"comparison: facts {first + 1} and {second + 1}, one on each side, both say "
-                        f"{' '.join(asked)!r}")
     return ""
 
 

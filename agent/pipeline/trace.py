@@ -1,7 +1,7 @@
 """Reading an agent trace: one-line descriptions of its step records.
 
 A trace (``AgentAnswer.trace``) holds the steps in order; each is a plain dict whose ``step`` is
-``rewrite``, ``retrieve``, ``rerank``, ``evidence``, ``subquery``, ``hop`` or ``generate`` (see :mod:`agent.pipeline.fact_agent`).
+``rewrite``, ``retrieve``, ``rerank``, ``plan``, ``subquery``, ``hop`` or ``generate`` (see :mod:`agent.pipeline.fact_agent`).
 """
 from __future__ import annotations
 
@@ -25,11 +25,12 @@ def describe_step(step: dict[str, Any]) -> str:
     if kind == "rerank":
         how = f"fallback to the top 3 ({step['reason']})" if step["used_fallback"] else "picked by the chat model"
         return f"re-ranker: {step['question_type']} question, {len(step['selected'])} fact(s) {how}, {step['seconds']:.1f} s"
-    if kind == "evidence":
-        said = f"read {len(step['listed'])} listed facts: {step['candidate']!r}"
-        if step["grounded"]:
-            return f"{said}, held by {len(step['chain'])} of them: stating them ({step['seconds']:.1f} s)"
-        return f"{said}, not kept ({step['how']}) ({step['seconds']:.1f} s)"
+    if kind == "plan":
+        if step["kind"] == "lookup":
+            return "plan: a look-up"
+        order = f", {step['order']}" if step.get("order") else ""
+        role = f", by their {step['role']}" if step.get("role") else ""
+        return f"plan: {step['kind']}{order} over " + " and ".join(repr(o) for o in step["options"]) + role
     if kind == "subquery":
         queries = "; ".join(repr(q) for q in step["queries"]) or "none"
         return f"sub-queries ({step['how']}): {queries}"
@@ -38,21 +39,19 @@ def describe_step(step: dict[str, Any]) -> str:
              else "the whole knowledge base")
     if step.get("skipped"):
         return f"attempt {step['attempt'] + 1} on {where}: skipped, {step['skipped']}"
-    if step.get("reanswer_of") is not None:
-        return (f"attempt {step['attempt'] + 1} on {where}: answered again from the {step['kept_facts']} connected "
-                f"fact(s) of attempt {step['reanswer_of'] + 1} ({len(step['dropped'])} dropped): answer "
-                f"{step['answer']!r} in {step['seconds']:.1f} s")
-    if step.get("evidence") is not None:
-        said = (f"answer {step['grounding']['short']!r} (the reading's, held by the stated facts)"
-                if step.get("answer_from") else f"answer {step['answer']!r}")
-        return (f"attempt {step['attempt'] + 1} on {where}: stating the facts that hold {step['evidence']!r}: "
-                f"{said}, {len(step['facts'])} fact(s) in {step['seconds']:.1f} s")
+    if step.get("options") is not None:
+        said = step.get("grounding", {}).get("how", "")
+        return (f"attempt {step['attempt'] + 1} on {where}: a {step.get('kind', 'step')} over "
+                + ", ".join(f"{o['option']!r} = {o['value']!r}" for o in step["options"])
+                + f": {said} ({len(step['facts'])} fact(s) in {step['seconds']:.1f} s)")
     if step.get("continues") is not None:
         return (f"attempt {step['attempt'] + 1} on {where}: one more fact after those of attempt "
                 f"{step['continues'] + 1}: answer {step['answer']!r}, {len(step['facts'])} fact(s) in "
                 f"{step['seconds']:.1f} s")
     if step.get("stopped"):
         return f"attempt {step['attempt'] + 1} on {where}: stopped after {step['seconds']:.1f} s"
-    cut = f" (cut: {step['cut']})" if step.get("cut") else ""
+    cut = f" (cut: {step['cut']}; answered from the facts before it)" if step.get("cut") else ""
+    check = step.get("check") or {}
+    failed = f"; withheld: {check['how']}" if check and not check.get("passed") else ""
     return (f"attempt {step['attempt'] + 1} on {where}: answer {step['answer']!r}, "
-            f"{len(step['facts'])} fact(s), {step['tokens']} tokens in {step['seconds']:.1f} s{cut}")
+            f"{len(step['facts'])} fact(s), {step['tokens']} tokens in {step['seconds']:.1f} s{cut}{failed}")

@@ -1,0 +1,508 @@
+"""A step over a question's two options, computed in code from facts the model states.
+
+"Which film has the director who was born first, Quiet Harbour or The Winter Gate?", "Is Ada
+Varga older than Ines Varro?", "Are both from the same country?", "How many years apart were
+they born?": once the question is read into a plan (:mod:`.plan`: the kind, the two options,
+the order asked), the model writes one reply in parts, with the retrieved facts listed in its
+prompt (``prompts/agent-options/``):
+
+    Option: Quiet Harbour
+    Fact: Quiet Harbour is a 1954 drama directed by Paul Amsel.          <- constrained
+    Found: [11] Paul Amsel (12 March 1901 – 4 May 1970) was a German director.
+    Fact: Paul Amsel (12 March 1901 – 4 May 1970) was a German director.  <- constrained
+    Value: 12 March 1901
+    Option: The Winter Gate
+    ...
+
+The agent writes each ``Option:`` line and opens the first ``Fact:`` line; every ``Fact:`` line
+is constrained to the per-question tree, which grows with the facts of the entities a stated
+fact brings in (:class:`~.chaining.ChainingTree`); those new facts are written into the reply
+as ``Found:`` lines, so the model reads them before it goes on (IRCoT's interleaving, with one
+prompt read: the key/value cache is kept throughout, :class:`~agent.decoding.greedy.DecodeSession`).
+The ``Value:`` lines are the model's reading; the step itself is code (:mod:`.values`): each
+value must be held by a fact stated for its option (a date by a date a fact gives, a number by
+a number, a word by the same words), then the dates or numbers are compared, or the two values
+matched, and the answer follows. The model's own pick is not asked for. Without both values
+held, nothing is shown.
+
+Example::
+
+    step = OptionsStep(generator, web)
+    result = step.run(question, plan, hits)
+    result.answer, result.how, result.grounded     # "Quiet Harbour", "compared: ...", True
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..decoding.greedy import DecodeSession, TransformersSteps
+from ..decoding.spans import FactSpan, decode_tokens
+from ..decoding.tracker import FactTracker, TraceState
+from ..eval.metrics import normalize_answer
+from ..index.trie import FactIndex
+from ..knowledge.facts import Fact
+from ..prompts import FewShotPrompt, listed_question
+from .grounding import says_form
+from .plan import QuestionPlan
+from .values import Dated, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
+
+if TYPE_CHECKING:
+    from ..decoding import FactGenerator
+    from ..web.retrieval import FactHit
+    from ..web.web import KnowledgeWeb
+    from .asked import RelationMatcher
+
+OPTIONS_PROMPT = "agent-options"
+# Lines the model may write for one option (facts, then its value), and tokens per line.
+MAX_LINES = 5
+LINE_TOKENS = 96
+# New facts a hop writes into the reply (``Found:`` lines) after a stated fact.
+FOUND_FACTS = 2
+# How much closer "date of birth" must be to the question than "date of death" (or the other
+# way) for the step to read that date of a life by itself.
+EVENT_MARGIN = 0.03
+# Below this cosine two values that differ in words are different (not two names of one thing).
+DIFFERENT_BELOW = 0.5
+
+
+@dataclass
+class OptionReading:
+    """What the reply says of one option: the facts stated for it (indices into the reply's
+    facts), the ``Value:`` line, and whether a stated fact holds it (``held``: the fact)."""
+
+    option: str
+    question: str = ""
+    facts: list[int] = field(default_factory=list)
+    read_from: list[int] = field(default_factory=list)  # the facts its value may come from
+    via: str = ""
+    value: str = ""
+    held: int | None = None
+    date: Dated | None = None
+    number: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"option": self.option, "question": self.question, "facts": list(self.facts), "value": self.value,
+                "held_by": self.held,
+                **({"date": list(self.date.key)} if self.date else {}),
+                **({"number": self.number} if self.number is not None else {})}
+
+
+@dataclass
+class OptionsResult:
+    """The reply (``text``, its constrained ``spans``), each option's reading, and the step:
+    ``answer`` (empty when not shown), ``grounded``, ``how`` (one line), ``facts`` (indices of
+    the spans the step read)."""
+
+    text: str
+    spans: list[FactSpan]
+    readings: list[OptionReading]
+    answer: str
+    grounded: bool
+    how: str
+    facts: tuple[int, ...]
+    tokens: int
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    prefill_s: float
+    found: list[dict[str, Any]] = field(default_factory=list)
+    hops: list[dict[str, Any]] = field(default_factory=list)
+    hits: dict[str, Any] = field(default_factory=dict)  # every fact met (text -> its web hit)
+
+
+def _ask_for(first: str, first_option: str, option: str) -> str:
+    """The first option's question asked of ``option`` (its name put in place), or "" when
+    the first question does not name its option."""
+    import re
+
+    pattern = re.compile(re.escape(first_option), re.IGNORECASE)
+    return pattern.sub(lambda _: option, first, count=1) if first and pattern.search(first) else ""
+
+
+class OptionsStep:
+    """Runs the reply in parts and computes the step (module docstring). ``similar(a, b)``: a
+    cosine of two short texts (the web's embedder), used to tell two different values from two
+    names of one thing for "same" questions; without it, values that differ in words show
+    nothing."""
+
+    def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None, *,
+                 similar: Callable[[str, str], float] | None = None, matcher: RelationMatcher | None = None,
+                 hop_k: int = 5, max_tree_facts: int = 60) -> None:
+        from ..decoding import FactGenerator
+
+        self.generator = FactGenerator(generator.model, generator.tokenizer, None,
+                                       prompt=FewShotPrompt.load(OPTIONS_PROMPT), max_new_tokens=LINE_TOKENS,
+                                       vocab=generator.vocab)
+        self.web, self.similar, self.matcher = web, similar, matcher
+        self.hop_k, self.max_tree_facts = hop_k, max_tree_facts
+
+    def _encode(self, text: str) -> list[int]:
+        return self.generator._encode(text)
+
+    def run(self, question: str, plan: QuestionPlan, hits: Sequence[FactHit], *,
+            stop: threading.Event | None = None,
+            on_text: Callable[[str], None] | None = None) -> OptionsResult:
+        """The reply for ``question`` over ``hits`` and the step of ``plan``; ``on_text`` gets
+        the reply's text as it grows (for streaming)."""
+        tokenizer = self.generator.tokenizer
+        vocab = self.generator.vocab
+        unique: dict[str, FactHit] = {}
+        for h in hits:
+            unique.setdefault(h.text, h)
+        known = dict(unique)  # every fact met: the listed ones, then the hops' (text -> hit)
+        prompt = self.generator.render([{"role": "user", "content": listed_question(question, list(unique))}])
+        ids = self._encode(prompt)
+        cache, cached = (self.generator.prefix_cache.lookup(ids) if self.generator.prefix_cache is not None
+                         else (None, 0))
+        started = time.perf_counter()
+        session = DecodeSession(TransformersSteps(self.generator.model), vocab, vocab.eos_ids, state=cache,
+                                cancel=stop)
+        session.feed(ids[cached if cache is not None else 0:])
+        prefill = time.perf_counter() - started
+        shown = [0]
+        stated: list[str] = []
+        hops: list[dict[str, Any]] = []
+
+        def show() -> None:
+            if on_text is not None:
+                text = decode_tokens(tokenizer, session.out)
+                if len(text) > shown[0] and not text.endswith("\ufffd"):
+                    on_text(text[shown[0]:])
+                    shown[0] = len(text)
+
+        readings: list[OptionReading] = []
+        for option in plan.options:
+            if stop is not None and stop.is_set() or session.ended:
+                break
+            reading = OptionReading(option)
+            readings.append(reading)
+            session.feed(self._encode(f"Option: {option}\n"), reply=True)
+            show()
+            # Its facts: those that name it (none: the option stays unread; another's facts
+            # prove nothing about it).
+            about = [t for t in known if _names(t, option)]
+            if plan.role:  # its fact must say who fills the role ("directed by")
+                about = [t for t in about if says_form(_words(t), plan.role)] or about
+            elif _wants_dates(plan):  # the option's own date: a fact that gives one
+                about = [t for t in about if dates_in(t)] or about
+            first = self._state(session, about, stated, known, tokenizer, show)
+            if first is None:
+                continue
+            reading.facts.append(len(stated) - 1)
+            if plan.role:
+                # The value is the one the role leads to: state one fact of whom the first names
+                # in that role, and read the value from it alone.
+                bridges = self._hop(question, option, first, known, hops, role=plan.role)
+                if _wants_dates(plan):
+                    bridges = [t for t in bridges if dates_in(t)]
+                second = self._state(session, bridges, stated, known, tokenizer, show) if bridges else None
+                if second is None:
+                    reading.via = ""
+                    session.feed(self._encode("Answer: unknown\n"), reply=True)
+                    show()
+                    continue
+                reading.facts.append(len(stated) - 1)
+                reading.read_from = [len(stated) - 1]
+            else:
+                reading.read_from = list(reading.facts)
+            candidates = _values(plan, [stated[i] for i in reading.read_from], option)
+            known_date = self._life_value(question, plan, [stated[i] for i in reading.read_from])
+            session.feed(self._encode("Answer:"), reply=True)
+            if known_date:
+                reading.value = known_date
+                reading.via = "the date the question asks of a life (birth or death), read by code"
+                session.feed(self._encode(f" {reading.value}\n"), reply=True)
+            elif candidates:
+                pick, _ = session.choose([self._encode(f" {c}") for c in candidates])
+                reading.value = candidates[pick]
+                session.feed(self._encode(f" {reading.value}\n"), reply=True)
+            else:
+                session.feed(self._encode(" unknown\n"), reply=True)
+            show()
+        text = decode_tokens(tokenizer, session.out)
+        spans = _spans(text, stated, known)
+        answer, grounded, how, used = compute_step(plan, readings, stated, self.similar)
+        return OptionsResult(text, spans, readings, answer, grounded, how, used, len(session.out), len(ids),
+                             cached if cache is not None else 0, round(prefill, 4), [], hops, known)
+
+    def _state(self, session: DecodeSession, texts: Sequence[str], stated: list[str], known: dict[str, Any],
+               tokenizer: Any, show: Callable[[], None]) -> str | None:
+        """One ``Fact:`` line, constrained to ``texts`` (those not stated yet); the fact, or None."""
+        texts = [t for t in dict.fromkeys(texts) if t not in stated]
+        if not texts:
+            return None
+        index = FactIndex.build([Fact.from_statement(t, getattr(known.get(t), "source", "")) for t in texts],
+                                tokenizer)
+        session.tracker = FactTracker(index, session.vocab)
+        session.trace = TraceState(line="")
+        session.feed(self._encode("Fact:"), reply=True)
+        done = len(session.trace.spans)
+        for _ in session.generate(LINE_TOKENS, line_done=True):
+            pass
+        show()
+        spans = session.trace.spans
+        session.tracker, session.trace = None, None
+        if len(spans) <= done:
+            return None
+        fact = index.facts[spans[-1][0]].text
+        stated.append(fact)
+        return fact
+
+    def _life_value(self, question: str, plan: QuestionPlan, facts: Sequence[str]) -> str:
+        """For an order in time between people: the birth or death date (as the question asks)
+        their fact gives, read by :func:`~.values.life_dates`; "" when not both known."""
+        if plan.order not in ("earlier", "later") and plan.kind != "difference":
+            return ""
+        event = self.event(question, plan)
+        if not event:
+            return ""
+        for fact in reversed(facts):
+            birth, death = life_dates(fact)
+            date = birth if event == "birth" else death
+            if date is not None:
+                return date.text
+        return ""
+
+    def event(self, question: str, plan: QuestionPlan) -> str:
+        """Which date of a life the question compares: "birth" when its order word is one of
+        age (older, younger: born earlier or later), else the closer of "date of birth" and
+        "date of death" to the question by the relation matcher (by a margin); "" if neither."""
+        if plan.age:
+            return "birth"
+        if self.matcher is None:
+            return ""
+        ranked = dict(self.matcher.ranked(question, [*plan.options, plan.role], ["date of birth", "date of death"]))
+        birth, death = ranked.get("date of birth", -1.0), ranked.get("date of death", -1.0)
+        if abs(birth - death) < EVENT_MARGIN:
+            return ""
+        return "birth" if birth > death else "death"
+
+    def _hop(self, question: str, option: str, fact: str, known: dict[str, Any],
+             hops: list[dict[str, Any]], role: str = "") -> list[str]:
+        """The facts about the entities ``fact`` brings in (a film's director: with ``role``,
+        the names nearest after the word that says it), searched in the web in the option's
+        context; they join ``known``."""
+        if self.web is None:
+            return []
+        from .chaining import bridge_entities
+
+        entities = bridge_entities(fact, f"{question} {option}", limit=8)
+        if role:
+            entities = _nearest_after(fact, role, entities)[:1]
+        out: list[str] = []
+        for entity in entities[:2]:
+            t = time.perf_counter()
+            # With a role, the facts about the one who fills it: searched by name alone (the
+            # question's words would bring back the options' own facts).
+            query = entity if role else f"{entity}: {question}"
+            found = [h for h in self.web.search(query, 2 * self.hop_k).hits
+                     if (_starts_with(h.text, entity) if role else _names(h.text, entity))]
+            added = []
+            for hit in found[: self.hop_k]:
+                if hit.text not in known:
+                    known[hit.text] = hit
+                if hit.text != fact:
+                    added.append(hit.text)
+            out.extend(t2 for t2 in added if t2 not in out)
+            hops.append({"step": "hop", "fact": fact, "entity": entity, "query": query,
+                         "added": added, "seconds": round(time.perf_counter() - t, 4)})
+        return out
+
+def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Sequence[str],
+                 similar: Callable[[str, str], float] | None = None) -> tuple[str, bool, str, tuple[int, ...]]:
+    """The step of ``plan`` over the options' ``readings`` (their values and the indices of the
+    ``facts`` stated for them): (answer, shown, how, the facts read). A value counts only when
+    a fact stated for its option holds it."""
+    for reading in readings:
+        _hold(reading, facts, plan.kind, plan.order)
+    if len(readings) < 2:
+        return "", False, "stopped before both options were read", ()
+    missing = [r for r in readings if r.held is None]
+    if missing:
+        r = missing[0]
+        said = f"its value {r.value!r} is in no fact stated for it" if r.value and r.facts else (
+            "no fact was stated for it" if not r.facts else "no value was read")
+        return "", False, f"option {r.option!r}: {said}", ()
+    used = tuple(sorted({i for r in readings for i in r.facts}))
+    a, b = readings[0], readings[1]
+    if plan.kind in ("choice", "verify"):
+        order = _order(plan.order, a, b, facts)
+        if order is None:
+            return "", False, (f"the values of {a.option!r} ({a.value}) and {b.option!r} ({b.value}) "
+                               f"do not say which is {plan.order}"), used
+        first_wins = order < 0 if plan.order in ("earlier", "less") else order > 0
+        pick = a if first_wins else b
+        how = (f"compared: {a.option} {a.value} (fact {a.held + 1}), {b.option} {b.value} "
+               f"(fact {b.held + 1}): {pick.option} is {_said(plan.order)}")
+        if plan.kind == "verify":
+            answer = "yes" if pick is a else "no"
+            return answer, True, how + f", so {answer}", used
+        return pick.option, True, how, used
+    if plan.kind == "same":
+        same = _same_value(a.value, b.value, similar)
+        if same is None:
+            return "", False, f"{a.option!r} is {a.value!r}, {b.option!r} is {b.value!r}: not shown the same or different", used
+        answer = "yes" if same else "no"
+        return answer, True, (f"compared: {a.option} {a.value!r} (fact {a.held + 1}), {b.option} {b.value!r} "
+                              f"(fact {b.held + 1}): {'the same' if same else 'different'}"), used
+    if plan.kind == "difference":
+        if a.date and b.date:
+            early, late = (a.date, b.date) if a.date.key <= b.date.key else (b.date, a.date)
+            years = years_between(early, late)
+            return str(years), True, f"difference: {late.text} - {early.text} = {years} years", used
+        if a.number is not None and b.number is not None:
+            diff = abs(a.number - b.number)
+            value = int(diff) if diff == int(diff) else round(diff, 2)
+            return str(value), True, f"difference: |{a.value} - {b.value}| = {value}", used
+        return "", False, "the values are not two dates or two numbers", used
+    return "", False, f"no step for a {plan.kind} question", used
+
+
+def _said(order: str) -> str:
+    return {"earlier": "the earlier", "later": "the later", "more": "the greater", "less": "the smaller"}[order]
+
+
+def _hold(reading: OptionReading, facts: Sequence[str], kind: str, order: str) -> None:
+    """Set ``reading.held`` to the stated fact of its option that holds its value (the last such),
+    parsing the value as the step needs it."""
+    value = reading.value.strip().rstrip(".")
+    if not value or value.lower() in ("unknown", "none", "i don't know"):
+        return
+    wants_date = order in ("earlier", "later") or kind == "difference"
+    date = parse_date(value) if wants_date or kind in ("choice", "verify") else None
+    number = parse_number(value) if date is None else None
+    for i in reversed(reading.read_from or reading.facts):
+        if i >= len(facts):
+            continue
+        fact = facts[i]
+        if date is not None:
+            if any(same_date(date, d) for d in dates_in(fact)):
+                reading.held, reading.date = i, date
+                return
+        elif number is not None and (kind == "difference" or order in ("more", "less")):
+            if any(abs(parse_number(m) - number) < 1e-9 for m in _numbers(fact)):
+                reading.held, reading.number = i, number
+                return
+        elif _contains_words(fact, value):
+            reading.held = i
+            return
+
+
+def _numbers(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?", text)
+
+
+def _contains_words(fact: str, value: str) -> bool:
+    outer = normalize_answer(fact.replace("<", " ").replace(">", " ")).split()
+    inner = normalize_answer(value).split()
+    n = len(inner)
+    return n > 0 and any(outer[i:i + n] == inner for i in range(len(outer) - n + 1))
+
+
+def _order(order: str, a: OptionReading, b: OptionReading, facts: Sequence[str]) -> int | None:
+    """-1 when ``a``'s value is earlier / smaller than ``b``'s, 1 when later / greater, None
+    when undecided. "more"/"less" of two dates (who lived longer) compare the spans of years
+    the options' facts give (a birth and a death date each)."""
+    if order in ("earlier", "later"):
+        return compare_dates(a.date, b.date) if a.date and b.date else None
+    if a.number is not None and b.number is not None:
+        return None if a.number == b.number else (-1 if a.number < b.number else 1)
+    spans = [_life_years(r, facts) for r in (a, b)]
+    if None in spans or spans[0] == spans[1]:
+        return None
+    return -1 if spans[0] < spans[1] else 1
+
+
+def _life_years(reading: OptionReading, facts: Sequence[str]) -> int | None:
+    """Years between the first two dates the option's holding fact gives (a lifespan)."""
+    if reading.held is None:
+        return None
+    dates = dates_in(facts[reading.held])
+    if len(dates) < 2:
+        return None
+    return years_between(dates[0], dates[1])
+
+
+def _same_value(a: str, b: str, similar: Callable[[str, str], float] | None) -> bool | None:
+    na, nb = normalize_answer(a), normalize_answer(b)
+    if not na or not nb:
+        return None
+    if na == nb:
+        return True
+    if similar is None:
+        return None
+    return False if similar(a, b) < DIFFERENT_BELOW else None
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether ``text`` names ``name`` (its words, in order, case and accents aside)."""
+    return _contains_words(text, name)
+
+
+def _values(plan: QuestionPlan, facts: Sequence[str], option: str) -> list[str]:
+    """What the ``Answer:`` of an option may be: the spans of its facts of the type the step
+    compares (dates for an order in time or a difference of dates; numbers and dates for more
+    or less; names otherwise), each once, in order."""
+    from ..web.keywords import extract_keywords
+
+    out: list[str] = []
+    wants_dates = plan.order in ("earlier", "later") or plan.kind == "difference"
+    for fact in facts:
+        if wants_dates or plan.order in ("more", "less"):
+            out.extend(d.text for d in dates_in(fact))
+        if plan.order in ("more", "less") or plan.kind == "difference":
+            out.extend(m for m in _numbers(fact) if not any(m in d for d in out))
+        if plan.kind == "same":
+            out.extend(k for k in extract_keywords(fact, limit=30)
+                       if any(c.isupper() for c in k) and not _contains_words(option, k) and not _contains_words(k, option))
+    return list(dict.fromkeys(v.strip() for v in out if v.strip()))
+
+
+def _spans(text: str, stated: Sequence[str], known: dict[str, Any]) -> list[FactSpan]:
+    """The stated facts as spans of ``text`` (in order; each found after the previous one)."""
+    out: list[FactSpan] = []
+    at = 0
+    for number, fact in enumerate(stated):
+        start = text.find(fact, at)
+        if start < 0:
+            continue
+        at = start + len(fact)
+        out.append(FactSpan(start, at, number, fact, getattr(known.get(fact), "source", "")))
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return normalize_answer(text.replace("<", " ").replace(">", " ")).split()
+
+
+def _nearest_after(fact: str, role: str, names: Sequence[str]) -> list[str]:
+    """``names`` ordered by how soon they follow the first word of ``fact`` that says ``role``
+    ("directed by Ray Taylor" for "director"); names before it come last."""
+    import re
+
+    stem = role[:max(4, min(5, len(role) - 1))].lower()
+    m = re.search(rf"\b{re.escape(stem)}\w*", fact, flags=re.IGNORECASE)
+    if m is None:
+        return list(names)
+    at = m.end()
+
+    def distance(name: str) -> int:
+        where = fact.find(name, at)
+        return where - at if where >= 0 else 10_000 + fact.find(name)
+
+    return sorted(names, key=distance)
+
+
+def _starts_with(text: str, name: str) -> bool:
+    """Whether ``text`` is about ``name``: it opens with the name (a sentence's subject)."""
+    words, head = _words(text), _words(name)
+    return bool(head) and words[:len(head)] == head
+
+
+def _wants_dates(plan: QuestionPlan) -> bool:
+    return plan.order in ("earlier", "later") or plan.kind == "difference"

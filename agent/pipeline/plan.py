@@ -1,0 +1,284 @@
+"""What a question asks, read into a small plan: a look-up, or a step over two options.
+
+The reasoning steps the agent computes in code (:mod:`.options`) need to know, before anything
+is generated, whether a question compares two things and which:
+
+| kind | what is asked | answer |
+|---|---|---|
+| ``lookup`` | a fact, or a chain of facts | the fact's value |
+| ``choice`` | which of the options is first / last / more / less by a value | an option |
+| ``verify`` | whether the first option comes before / after / above the other | yes or no |
+| ``same`` | whether both options share a value (a country, a genre, an occupation) | yes or no |
+| ``difference`` | how far apart the options' values are (years, an amount) | a number |
+
+How each part is read, and why so:
+
+- **The options** are the knowledge's own names: the subjects and objects of the retrieved
+  triples and the titles of the retrieved passages that the question names (matched word for
+  word, longest first, without overlaps); when fewer than two are found, the question's names
+  (capitalised spans, :func:`agent.web.keywords.extract_keywords`). No sentence pattern is
+  assumed ("X or Y", "X than Y", "between X and Y", "both X and Y" all name two things).
+- **The kind** comes from the local model scoring the next token after a few-shot prompt of
+  questions written for this project in many wordings (``prompts/plan/kinds.tsv``, one forward
+  pass over the question's own tokens; the examples' key/value cache is shared), unless the
+  question says an order (below): then it is a ``choice`` when it asks which (a wh-word) and a
+  ``verify`` when it asks whether (an auxiliary verb first). A step over options needs two.
+- **The order asked** (earlier, later, more, less) is read from the comparative the question
+  uses ("older", "first", "more recently", "longer", "fewer", ...; :data:`ORDER_WORDS`): a
+  closed class of English words, not a pattern of any dataset. Sentence embeddings cannot tell
+  them apart (antonyms embed alike: on 2WikiMultiHopQA's choice questions the nearest written
+  example gave the wrong order about as often as the right one) and the 0.5B model scoring
+  them did no better, so the words themselves decide. Which value is compared (a birth date, a
+  release date, a length) is the model's to read from the facts (the ``Value:`` line).
+
+Example::
+
+    reader = PlanReader(loaded)
+    reader.plan("Is Ada Varga older than Ines Varro?", names=["Ada Varga", "Ines Varro"])
+    # QuestionPlan(kind="verify", options=("Ada Varga", "Ines Varro"), order="earlier", ...)
+"""
+from __future__ import annotations
+
+import csv
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..prompts import prompts_dir
+
+
+KINDS = ("lookup", "choice", "verify", "same", "difference")
+# Kinds the model may pick (choice and verify are said by an order word, see the docstring).
+_SCORED = ("lookup", "same", "difference")
+ORDERS = ("earlier", "later", "more", "less")
+# English comparatives and superlatives -> the order they ask for (a date earlier or later, a
+# value more or less). "older" asks for the earlier start (birth, founding, release).
+ORDER_WORDS: dict[str, str] = {
+    **dict.fromkeys(("first", "earlier", "earliest", "before", "sooner", "soonest", "older", "oldest", "elder",
+                     "eldest", "prior"), "earlier"),
+    **dict.fromkeys(("last", "later", "latest", "after", "younger", "youngest", "newer", "newest", "recently",
+                     "recent"), "later"),
+    **dict.fromkeys(("longer", "longest", "more", "most", "larger", "largest", "bigger", "biggest", "higher",
+                     "highest", "taller", "tallest", "greater", "greatest", "heavier", "heaviest", "wider", "widest",
+                     "deeper", "deepest", "farther", "further", "outlived"), "more"),
+    **dict.fromkeys(("shorter", "shortest", "fewer", "fewest", "less", "least", "smaller", "smallest", "lower",
+                     "lowest", "lighter", "lightest", "narrower", "narrowest", "shallower"), "less"),
+}
+# Order words of age: "older" is born earlier.
+AGE_WORDS = frozenset({"older", "oldest", "elder", "eldest", "younger", "youngest"})
+# The first word of a question that asks which (a choice) or whether (yes or no).
+_WH = frozenset({"which", "who", "whom", "whose", "what", "where", "when"})
+_AUX = frozenset({"is", "was", "are", "were", "did", "does", "do", "has", "had", "have", "can", "could", "will"})
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+# Words that introduce a noun naming someone or something an option leads to.
+_DETERMINERS = frozenset({"the", "whose", "their", "its", "his", "her"})
+# An order word that is not a comparison: "the first director of", "first name", "more about".
+_NOT_ORDER_AFTER = frozenset({"name", "names", "time", "about"})
+
+
+@dataclass(frozen=True)
+class QuestionPlan:
+    """``kind`` (one of :data:`KINDS`), the ``options`` it compares (two names, in the
+    question's order; empty for a look-up), the ``order`` asked (:data:`ORDERS`, for a choice
+    or verify) and ``how`` each part was read, for the trace."""
+
+    kind: str = "lookup"
+    options: tuple[str, ...] = ()
+    order: str = ""
+    how: dict[str, str] = field(default_factory=dict)
+    role: str = ""  # whose value is compared when not the options' own: "director" (of each film)
+    age: bool = False  # the order word is one of age (older, younger): birth dates are compared
+
+    @property
+    def steps(self) -> bool:
+        """Whether the answer is a step over the options (not a look-up)."""
+        return self.kind != "lookup"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "options": list(self.options), "order": self.order, "role": self.role,
+                "age": self.age,
+                "how": dict(self.how)}
+
+
+def question_words(question: str) -> list[str]:
+    return [w.lower().replace("’", "'") for w in _WORD.findall(question)]
+
+
+def order_asked(question: str) -> tuple[str, str]:
+    """The order the question asks (:data:`ORDERS`) and the word that says it, or ("", "")."""
+    words = question_words(question)
+    for i, word in enumerate(words):
+        order = ORDER_WORDS.get(word)
+        if order is None:
+            continue
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if nxt in _NOT_ORDER_AFTER:
+            continue
+        if word in ("more", "most") and nxt in ("recently", "recent"):
+            return "later", f"{word} {nxt}"
+        if word in ("more", "less", "most", "least") and nxt and nxt != "than" and ORDER_WORDS.get(nxt):
+            continue  # "more older": the next word says it
+        return order, word
+    return "", ""
+
+
+def _mentions(question: str, name: str) -> int:
+    """Where ``name`` occurs in ``question`` as whole words (case-insensitive), or -1."""
+    if not name.strip():
+        return -1
+    m = re.search(rf"(?<![^\W_]){re.escape(name.strip())}(?![^\W_])", question, flags=re.IGNORECASE)
+    return m.start() if m else -1
+
+
+def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[list[str], str]:
+    """The names of ``names`` (the knowledge's) that ``question`` names, longest first without
+    overlaps, in the question's order; fewer than two: the question's own capitalised names.
+    Returns them and how they were found."""
+    spans: list[tuple[int, int, str]] = []
+    for name in sorted({n.strip() for n in names if n and len(n.strip()) > 2}, key=len, reverse=True):
+        at = _mentions(question, name)
+        if at < 0:
+            continue
+        end = at + len(name)
+        if any(at < e and s < end for s, e, _ in spans):
+            continue
+        spans.append((at, end, question[at:end]))
+    how = "names of the knowledge the question names"
+    if len(spans) < 2:
+        from ..web.keywords import extract_keywords
+
+        spans = []
+        for keyword in extract_keywords(question, limit=20):
+            # "Were Ada Varga and Ines Varro" is two names after a capitalised first word.
+            for name in re.split(r"\s+(?:and|or|than|vs\.?|versus)\s+", keyword):
+                parts = name.split()
+                while parts and parts[0].lower() in _WH | _AUX | {"both", "between", "of"}:
+                    parts = parts[1:]
+                name = " ".join(parts)
+                if not name or not any(c.isupper() or c.isdigit() for c in name):
+                    continue
+                at = _mentions(question, name)
+                if at < 0 or any(at < e and s < at + len(name) for s, e, _ in spans):
+                    continue
+                spans.append((at, at + len(name), name))
+        how = "the question's capitalised names"
+    spans.sort()
+    return [text for _, _, text in spans[:limit] if text], how
+
+
+class PlanReader:
+    """Reads a question into a :class:`QuestionPlan` (module docstring) with ``embedder``, the
+    knowledge web's sentence embedder: the question, its names put as "X", against the written
+    examples (``prompts/plan/kinds.tsv``, names likewise), ``K`` nearest voting by similarity."""
+
+    K = 5
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self._lock = threading.Lock()
+        self._examples: list[dict[str, str]] = []
+        self._vectors: Any = None
+
+    def _ready(self) -> None:
+        with self._lock:
+            if self._vectors is None:
+                rows = plan_examples()
+                for row in rows:
+                    row["nouns"] = " ".join(role_nouns(row["question"], find_options(row["question"], [])[0]))
+                masked = [masked_question(r["question"], find_options(r["question"], [])[0]) for r in rows]
+                self._vectors = self.embedder.encode(masked)
+                self._examples = rows
+
+    def _neighbours(self, question: str, options: Sequence[str], kinds: Sequence[str],
+                    with_nouns: bool = False) -> list[tuple[dict[str, str], float]]:
+        import numpy as np
+
+        self._ready()
+        vector = self.embedder.encode([masked_question(question, options)])[0]
+        sims = np.asarray(self._vectors) @ np.asarray(vector)
+        ranked = [int(i) for i in np.argsort(-sims) if self._examples[int(i)]["kind"] in kinds
+                  and (not with_nouns or self._examples[int(i)]["nouns"])]
+        return [(self._examples[i], float(sims[i])) for i in ranked[: self.K]]
+
+    def plan(self, question: str, names: Sequence[str] = ()) -> QuestionPlan:
+        """The plan of ``question``; ``names``: the knowledge's names retrieved for it (triple
+        subjects and objects, passage titles)."""
+        options, found = find_options(question, names)
+        order, word = order_asked(question)
+        words = question_words(question)
+        first = words[0] if words else ""
+        how: dict[str, str] = {}
+        if len(options) < 2:
+            return QuestionPlan("lookup", (), "", {"kind": "fewer than two things named"})
+        how["options"] = found
+        asks_which = any(w in _WH for w in words)
+        if order and (asks_which or first in _AUX):
+            kind = "verify" if first in _AUX and not asks_which else "choice"
+            how["kind"] = f"{'asks whether' if kind == 'verify' else 'asks which'}, by an order ({word!r})"
+            how["order"] = f"{word!r} asks for the {order}"
+        else:
+            near = self._neighbours(question, options, _SCORED)
+            votes: dict[str, float] = {}
+            for example, sim in near:
+                votes[example["kind"]] = votes.get(example["kind"], 0.0) + sim
+            if first in _WH:  # a wh-question is not answered yes or no
+                votes.pop("same", None)
+            kind = max(votes, key=votes.get) if votes else "lookup"
+            how["kind"] = "nearest written examples: " + ", ".join(f"{k} {v:.2f}" for k, v in votes.items())
+            if kind == "lookup":
+                return QuestionPlan("lookup", (), "", how)
+            order = ""
+        role, said = self.compared(question, options)
+        how["role"] = said
+        return QuestionPlan(kind, tuple(options), order, how, role, word in AGE_WORDS)
+
+    def compared(self, question: str, options: Sequence[str]) -> tuple[str, str]:
+        """Whose value the question compares: "" for the options themselves, else the noun it
+        names them by ("director" in "Which film has the director who died first, X or Y?").
+        The candidates are the nouns the question introduces with a determiner ("the
+        director", "whose director", "their fathers") outside the options' names; whether the
+        value is theirs is voted by the nearest written examples that compare two things."""
+        nouns = role_nouns(question, options)
+        if not nouns:
+            return "", "the question names no one else: the options themselves"
+        # Among the examples that also name someone with a determiner: is it whose value it is?
+        near = self._neighbours(question, options, ("choice", "verify", "same", "difference"), with_nouns=True)
+        yes = sum(sim for example, sim in near if example.get("role"))
+        no = sum(sim for example, sim in near if not example.get("role"))
+        said = f"nearest written examples: {yes:.2f} for a role, {no:.2f} for the options themselves"
+        return (nouns[0] if yes > no else ""), said
+
+
+def masked_question(question: str, names: Sequence[str]) -> str:
+    """``question`` with ``names`` as "X": its form, whatever it is about."""
+    out = question
+    for name in sorted({n for n in names if n}, key=len, reverse=True):
+        out = re.sub(re.escape(name), "X", out, flags=re.IGNORECASE)
+    return out
+
+
+def role_nouns(question: str, options: Sequence[str]) -> list[str]:
+    """The nouns ``question`` introduces with a determiner outside the options' names ("the
+    director", "whose director", "their fathers", "director of film X")."""
+    rest = masked_question(question, options)
+    words = question_words(rest)
+    nouns = []
+    for i, word in enumerate(words[:-1]):
+        nxt = words[i + 1]
+        if word in _DETERMINERS:
+            noun = nxt
+        elif nxt == "of" and i + 2 < len(words) and word not in _WH and word not in _AUX:
+            noun = word
+        else:
+            continue
+        if noun not in _DETERMINERS and noun not in ORDER_WORDS and len(noun) > 2 and noun not in ("of", "x"):
+            nouns.append(noun)
+    return list(dict.fromkeys(nouns))
+
+
+def plan_examples() -> list[dict[str, str]]:
+    """The written examples (``prompts/plan/kinds.tsv``: kind, pick, role, question)."""
+    with open(prompts_dir() / "plan" / "kinds.tsv", encoding="utf-8", newline="") as stream:
+        return [dict(r) for r in csv.DictReader(stream, delimiter="\t")]

@@ -1,0 +1,188 @@
+"""One constrained reply, written in one session: facts, the answer, and the repairs on the way.
+
+The agent's attempts all go through :class:`ReplyWriter`: the prompt is read once (its fixed
+start from the prefix cache), then the model writes ``Fact:`` lines constrained to a fact index
+and an ``Answer:`` line (:class:`~agent.decoding.greedy.DecodeSession`: tokens a fact forces are
+fed in one pass). Two repairs continue the same session instead of starting again:
+
+- **a fact breaks away** from the question's chain (:class:`~.chaining.ChainGuard`): the reply
+  is rewound to the end of the last connected fact and the model answers from there
+  (``Answer:``);
+- **one more fact** (:meth:`ReplyWriter.one_more_fact`): when the answer stands on a chain that
+  stops one hop short (the fact holding it does not say what the question asks), the reply is
+  rewound to the end of its last fact and the model states one more, then answers.
+
+Each repair is a new part of the reply (:class:`ReplyPart`), for the trace; the cache is cropped
+back, never read again from the start.
+
+Example::
+
+    writer = ReplyWriter(generator)      # its prompt: listed facts (prompts/agent/) or ReFactX's
+    reply = writer.start(messages, index, question=standalone, on_fact=tree.on_fact)
+    part = writer.write(reply, budget=160)
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..decoding.generate import _ANSWER as ANSWER_LINE, parse_answer
+from ..decoding.greedy import DecodeSession, TransformersSteps
+from ..decoding.spans import CompletedFact, FactSpan, decode_tokens, locate_spans
+from ..decoding.tracker import FactTracker
+from .chaining import ANSWER_LINE_TOKENS, ChainGuard
+
+if TYPE_CHECKING:
+    from ..decoding import FactGenerator
+
+# One more fact line and the answer line after it.
+ONE_FACT_TOKENS = 64
+
+
+@dataclass
+class ReplyPart:
+    """What the reply holds after one stretch of writing: its whole ``text`` so far and the
+    ``spans`` of its facts, the ``answer`` read from it, and what this stretch cost."""
+
+    text: str
+    spans: list[FactSpan]
+    answer: str
+    truncated: bool
+    tokens: int
+    seconds: float
+    cut: str = ""
+    dropped: list[str] = field(default_factory=list)
+    stopped: bool = False
+    continued: bool = False  # this stretch continues an earlier one (no prompt read of its own)
+
+
+@dataclass
+class Reply:
+    """A reply being written: its session, prompt and the guard watching its chain."""
+
+    session: DecodeSession
+    index: Any
+    prompt_tokens: int
+    cached_tokens: int
+    prefill_s: float
+    guard: ChainGuard | None
+
+
+class ReplyWriter:
+    """Writes constrained replies with ``generator``'s model and prompt (module docstring).
+
+    ``on_text(text)`` and ``on_fact(span)`` (set per reply with :meth:`start`) see the reply as
+    it is written: new text, and each fact as it completes (offsets into the reply's text)."""
+
+    def __init__(self, generator: FactGenerator) -> None:
+        self.generator = generator
+        self.tokenizer = generator.tokenizer
+
+    def _encode(self, text: str) -> list[int]:
+        return self.generator._encode(text)
+
+    def start(self, prompt: Any, index: Any, *, question: str, on_fact: Callable[[CompletedFact], None] | None = None,
+              cancel: threading.Event | None = None, guarded: bool = True) -> Reply:
+        """Read the prompt (``prompt``: a question or messages, rendered with the generator's
+        prompt) and get ready to write facts of ``index``; ``on_fact`` runs as each fact
+        completes (after the guard, when ``guarded``: a fact that breaks away from
+        ``question``'s chain ends the writing)."""
+        text = self.generator.render(prompt)
+        ids = self._encode(text)
+        cache, cached = (self.generator.prefix_cache.lookup(ids) if self.generator.prefix_cache is not None
+                         else (None, 0))
+        guard = ChainGuard(question, on_fact) if guarded else None
+        callback = guard.on_fact if guard is not None else on_fact
+        session = DecodeSession(TransformersSteps(self.generator.model), self.generator.vocab,
+                                self.generator.vocab.eos_ids, state=cache,
+                                tracker=FactTracker(index, self.generator.vocab), prompt_text=text,
+                                on_fact=callback, cancel=cancel, stop=guard.cut if guard is not None else None)
+        started = time.perf_counter()
+        session.feed(ids[cached if cache is not None else 0:])
+        return Reply(session, index, len(ids), cached if cache is not None else 0,
+                     round(time.perf_counter() - started, 4), guard)
+
+    def write(self, reply: Reply, budget: int, *, on_text: Callable[[str], None] | None = None,
+              on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart:
+        """Let the model write until its ``Answer:`` line is complete (or ``budget`` tokens). When
+        the guard cuts the chain, the reply is rewound to the last connected fact and answered
+        from there (:attr:`ReplyPart.cut`)."""
+        started = time.perf_counter()
+        session = reply.session
+        begin = len(session.out)
+        self._run(session, budget, on_text, on_span)
+        cut, dropped = "", []
+        if reply.guard is not None and reply.guard.cut and not self._stopped(session):
+            spans = list(session.trace.spans)
+            keep = len(reply.guard.stated[0]) - 1  # the facts before the one that broke away
+            cut = f"fact {keep + 1} broke away from the chain"
+            dropped = [reply.index.facts[f].text for f, _, _ in spans[keep:]]
+            reply.guard.cut.clear()
+            reply.guard.then = None  # no more hops: the reply answers now
+            if keep == 0:
+                return self._part(reply, begin, started, cut, dropped, truncated=True)
+            session.rewind(spans[keep - 1][2] + 1)  # through the newline after the last connected fact
+            session.feed(self._encode("Answer:"), reply=True)
+            self._run(session, ANSWER_LINE_TOKENS, on_text, on_span)
+        return self._part(reply, begin, started, cut, dropped)
+
+    def one_more_fact(self, reply: Reply, *, on_text: Callable[[str], None] | None = None,
+                      on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
+        """Rewind to the end of the reply's last fact and let the model state one more, then
+        answer. None when the reply has no fact."""
+        session = reply.session
+        spans = list(session.trace.spans)
+        if not spans or self._stopped(session):
+            return None
+        started = time.perf_counter()
+        session.rewind(spans[-1][2] + 1)
+        begin = len(session.out)
+        if reply.guard is not None:
+            reply.guard.cut.clear()
+        session.feed(self._encode("Fact:"), reply=True)
+        self._run(session, ONE_FACT_TOKENS, on_text, on_span)
+        part = self._part(reply, begin, started, "", [])
+        part.continued = True
+        return part
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _stopped(session: DecodeSession) -> bool:
+        return session.cancel is not None and session.cancel.is_set()
+
+    def _run(self, session: DecodeSession, budget: int, on_text: Callable[[str], None] | None,
+             on_span: Callable[[FactSpan], None] | None) -> None:
+        prefix_len = len(decode_tokens(self.tokenizer, session.out))
+
+        def answer_done(tokens: list[int]) -> bool:
+            text = decode_tokens(self.tokenizer, tokens).rsplit("\n", 1)[0]
+            return any(m.group(1).strip() for m in ANSWER_LINE.finditer(text))
+
+        shown = prefix_len
+        for kind, value in session.generate(budget, answer_done):
+            if kind == "token" and on_text is not None:
+                text = decode_tokens(self.tokenizer, session.out)
+                if len(text) > shown and not text.endswith("\ufffd"):
+                    on_text(text[shown:])
+                    shown = len(text)
+            elif kind == "fact" and on_span is not None:
+                _, spans = locate_spans(self.tokenizer, session.tracker.index, session.out,
+                                        [(value.id, value.start, value.end)])
+                on_span(spans[0])
+        if on_text is not None:
+            text = decode_tokens(self.tokenizer, session.out)
+            if len(text) > shown:
+                on_text(text[shown:])
+
+    def _part(self, reply: Reply, begin: int, started: float, cut: str, dropped: list[str],
+              truncated: bool = False) -> ReplyPart:
+        session = reply.session
+        text, spans = locate_spans(self.tokenizer, reply.index, session.out, list(session.trace.spans))
+        answer, missing = parse_answer(text)
+        return ReplyPart(text, spans, answer, truncated or (missing and not cut), max(0, len(session.out) - begin),
+                         round(time.perf_counter() - started, 4), cut, dropped, self._stopped(session))
+

@@ -1,0 +1,75 @@
+"""Reading a question into a plan, in wordings written for these tests (none is an example of
+``prompts/plan/kinds.tsv``, none from an evaluation set): the kind, the two options, the order
+asked, whose value is compared. No language model: the sentence embedder and the words."""
+from __future__ import annotations
+
+import pytest
+
+from agent.pipeline.plan import PlanReader, find_options, order_asked
+
+NAMES = ["Lorna Vidal", "Otto Brenner", "Harbor Lights", "Dune Sea", "The Iron Orchard", "Kestrel Bay"]
+
+
+@pytest.fixture(scope="module")
+def reader():
+    from agent.embeddings import Embedder
+
+    return PlanReader(Embedder())
+
+
+@pytest.mark.parametrize(("question", "kind", "order", "options"), [
+    # a choice between two, in several wordings
+    ("Who was born first, Lorna Vidal or Otto Brenner?", "choice", "earlier", ("Lorna Vidal", "Otto Brenner")),
+    ("Between Lorna Vidal and Otto Brenner, who is the elder?", "choice", "earlier", ("Lorna Vidal", "Otto Brenner")),
+    ("Which one came out later: Harbor Lights or Dune Sea?", "choice", "later", ("Harbor Lights", "Dune Sea")),
+    ("Of Harbor Lights and Dune Sea, which was released more recently?", "choice", "later", ("Harbor Lights", "Dune Sea")),
+    ("Who is younger, Otto Brenner or Lorna Vidal?", "choice", "later", ("Otto Brenner", "Lorna Vidal")),
+    ("Which is longer, Harbor Lights or Dune Sea?", "choice", "more", ("Harbor Lights", "Dune Sea")),
+    # whether the first comes before the other: yes or no
+    ("Is Lorna Vidal older than Otto Brenner?", "verify", "earlier", ("Lorna Vidal", "Otto Brenner")),
+    ("Did Harbor Lights come out before Dune Sea?", "verify", "earlier", ("Harbor Lights", "Dune Sea")),
+    ("Was Otto Brenner born after Lorna Vidal?", "verify", "later", ("Otto Brenner", "Lorna Vidal")),
+    # whether both share a value
+    ("Were Lorna Vidal and Otto Brenner born in the same country?", "same", "", ("Lorna Vidal", "Otto Brenner")),
+    ("Do Lorna Vidal and Otto Brenner have the same citizenship?", "same", "", ("Lorna Vidal", "Otto Brenner")),
+    ("Lorna Vidal and Otto Brenner: same nationality?", "same", "", ("Lorna Vidal", "Otto Brenner")),
+    # how far apart
+    ("How many years separate the births of Lorna Vidal and Otto Brenner?", "difference", "",
+     ("Lorna Vidal", "Otto Brenner")),
+    ("What is the age gap between Lorna Vidal and Otto Brenner?", "difference", "", ("Lorna Vidal", "Otto Brenner")),
+    ("How many years after Harbor Lights did Dune Sea come out?", "difference", "", ("Harbor Lights", "Dune Sea")),
+    # look-ups, two names or one
+    ("Where was the director of Harbor Lights born?", "lookup", "", ()),
+    ("Who is the mother of Otto Brenner?", "lookup", "", ()),
+    ("What did Lorna Vidal and Otto Brenner write together?", "lookup", "", ()),
+    ("When did Otto Brenner marry Lorna Vidal?", "lookup", "", ()),
+])
+def test_the_kind_options_and_order_of_a_question(reader, question, kind, order, options):
+    plan = reader.plan(question, NAMES)
+    assert (plan.kind, plan.order, plan.options) == (kind, order, options), plan.how
+
+
+@pytest.mark.parametrize(("question", "role"), [
+    ("Which film has the director who died first, Harbor Lights or Dune Sea?", "director"),
+    ("Whose author was born later, The Iron Orchard or Kestrel Bay?", "author"),
+    ("Are the directors of Harbor Lights and Dune Sea from the same country?", "directors"),
+    ("Which film came out first, Harbor Lights or Dune Sea?", ""),
+    ("Who died first, Lorna Vidal or Otto Brenner?", ""),
+])
+def test_whose_value_is_compared(reader, question, role):
+    assert reader.plan(question, NAMES).role == role
+
+
+def test_order_words_and_what_is_not_one():
+    assert order_asked("Is X older than Y?") == ("earlier", "older")
+    assert order_asked("Which was released more recently, X or Y?") == ("later", "more recently")
+    assert order_asked("Who lived longer, X or Y?") == ("more", "longer")
+    assert order_asked("What is the first name of X?") == ("", "")
+    assert order_asked("Where was X born?") == ("", "")
+
+
+def test_options_are_the_knowledges_names_or_the_questions_own():
+    assert find_options("Is Lorna Vidal older than Otto Brenner?", NAMES)[0] == ["Lorna Vidal", "Otto Brenner"]
+    # names the knowledge does not hold: the question's capitalised names, split at "and"/"or"
+    assert find_options("Were Ada Quint and Bo Rask born in the same town?", [])[0] == ["Ada Quint", "Bo Rask"]
+    assert find_options("Where was Ada Quint born?", [])[0] == ["Ada Quint"]
