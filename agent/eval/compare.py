@@ -39,14 +39,16 @@ METRICS: dict[str, tuple[str, Callable[[dict[str, Any]], float | None], str]] = 
     "approximate_accuracy": ("approximate-match accuracy", _get("approximate_accuracy"), "percent"),
     "f1": ("token F1 (mean over all questions)", _get("f1"), "percent"),
     "grounded": ("grounded answers (share of answered questions)", _get("grounded"), "percent"),
+    "proven": ("proven answers: right and grounded (share of all questions)", _get("proven"), "percent"),
+    "wrong_grounded": ("wrong but grounded (share of the grounded answers)", _get("wrong_grounded"), "percent"),
     "follow_up_share": ("follow-up EM as a share of standalone EM", _get("follow_up", "exact_share"), "percent"),
     "judge_accuracy": ("LLM-judge accuracy", _get("judge_accuracy"), "percent"),
     "set_f1": ("set answers: macro F1 over relations", _get("set_macro", "f1"), "percent"),
     "best_of_n": ("best-of-n EM accuracy (sampling methods)", _get("best_of_n", "exact_accuracy"), "percent"),
     "seconds": ("seconds per question (median)", _get("seconds_per_question_median"), "seconds"),
 }
-DEFAULT_METRICS = ("exact_accuracy", "exact_precision", "approximate_accuracy", "f1", "grounded", "follow_up_share",
-                   "set_f1", "seconds")
+DEFAULT_METRICS = ("exact_accuracy", "exact_precision", "approximate_accuracy", "f1", "grounded", "proven",
+                   "wrong_grounded", "follow_up_share", "set_f1", "seconds")
 
 
 def load_run(path: str | Path) -> dict[str, Any]:

@@ -327,7 +327,9 @@ def twowiki_files(path: str | Path) -> tuple[Path, Path | None]:
             candidate = path.with_name("_".join(parts[:n]) + _CORPUS_SUFFIX)
             if candidate.is_file():
                 return path, candidate
-    return path, None
+    # Questions written over the 2Wiki corpus elsewhere (benchmarks/data/): the shared corpus.
+    default = _DEFAULT_FILES["2wiki"].with_name("2wiki" + _CORPUS_SUFFIX)
+    return path, default if default.is_file() and path.resolve() != _DEFAULT_FILES["2wiki"].resolve() else None
 
 
 def _titles(value: Any, path: Path, where: str) -> list[str]:
@@ -357,9 +359,10 @@ def twowiki_questions(path: str | Path) -> list[EvalQuestion]:
         answers = [_text(row, "answer", path, where),
                    *_string_list(row.get("answer_aliases"), path, f"{where} answer_aliases")]
         titles = _titles(row.get("supporting_facts"), path, f"{where} supporting_facts")
+        stratum = row["type"] if isinstance(row.get("type"), str) else f"{len(titles)} passages"
         questions.append(EvalQuestion(f"2wiki/{row.get('id', row.get('_id', i))}", _text(row, "question", path, where),
                                       tuple(dict.fromkeys(a.strip() for a in answers)),
-                                      {"supporting": titles, "stratum": f"{len(titles)} passages"}))
+                                      {"supporting": titles, "stratum": stratum}))
     return questions
 
 

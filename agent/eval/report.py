@@ -5,10 +5,12 @@
 answered, matched and judged correct, the facts it stated or was given, tokens and seconds).
 ``<out>/<dataset>-<model>.md`` holds the table::
 
-    | method | answered | EM acc | EM prec | approx acc | approx prec | F1 | grounded | judge acc | judge prec | s/question | tokens/question |
+    | method | answered | EM acc | EM prec | approx acc | approx prec | F1 | grounded | proven | wrong but grounded | judge acc | judge prec | s/question | tokens/question |
 
 (F1: mean token F1 over all questions; grounded: share of the answered questions whose answer is
-in the facts the method stated or was given, ``-`` for methods without facts), then, where they
+in the facts the method stated or was given, ``-`` for methods without facts; proven: share of
+all the questions answered right and grounded; wrong but grounded: share of the grounded answers
+that are wrong, not even an approximate match), then, where they
 apply, the set answers' macro P/R/F1 over relations, best-of-n accuracy, follow-ups against the
 same questions asked standalone (KAMEL conversations), the scores per stratum (relation or
 question type: EM and F1), and the figures of ``agent.eval.plots``
@@ -37,8 +39,8 @@ from .datasets import natural_key
 from .plots import stratum_f1, stratum_scores, write_plots
 from .run import MethodResult
 
-COLUMNS = ("method", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "F1", "grounded", "judge acc",
-           "judge prec", "s/question", "tokens/question")
+COLUMNS = ("method", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "F1", "grounded", "proven",
+           "wrong but grounded", "judge acc", "judge prec", "s/question", "tokens/question")
 DATASET_TITLES = {"kamel": "KAMEL", "popqa": "PopQA", "musique": "MuSiQue", "hotpotqa": "HotpotQA",
                   "2wiki": "2WikiMultiHopQA", "kamel-chat": "KAMEL conversations"}
 
@@ -55,7 +57,8 @@ def table_rows(results: list[MethodResult]) -> list[list[str]]:
         s = r.score
         rows.append([r.method, f"{s.answered}/{s.total}", percent(s.exact_accuracy), percent(s.exact_precision),
                      percent(s.approximate_accuracy), percent(s.approximate_precision), percent(s.f1),
-                     percent(r.grounded_rate), percent(s.judge_accuracy), percent(s.judge_precision), f"{r.seconds_per_question:.2f}",
+                     percent(r.grounded_rate), percent(r.proven_rate), percent(r.wrong_grounded_rate),
+                     percent(s.judge_accuracy), percent(s.judge_precision), f"{r.seconds_per_question:.2f}",
                      f"{r.tokens['generated'] / max(1, len(r.rows)):.1f}"])
     return rows
 
@@ -133,7 +136,9 @@ class EvalReport:
                   "answers excluded); EM: normalized exact match; approx: whole-word containment either way; "
                   "F1: token F1 (SQuAD normalization, best gold alias; unanswered: 0), mean over all questions; "
                   "grounded: share of answered questions whose answer is in the facts the method stated (web-rag: "
-                  "was given; agent: its own verdict); "
+                  "was given; agent: its own verdict, with its checks); proven: right (EM) and grounded, over all "
+                  "questions; wrong but grounded: share of the grounded answers that are wrong (no approximate "
+                  "match); "
                   f"judge: {judge.get('model', 'none')} ({judge.get('kind', 'no judge')}). "
                   f"Wall time {self.wall_seconds:.0f} s.", ""]
         if self.figures:

@@ -59,6 +59,23 @@ class MethodResult:
         return sum(verdicts) / len(verdicts) if verdicts else None
 
     @property
+    def proven_rate(self) -> float | None:
+        """Share of all the questions answered right (exact match) *and* grounded in the
+        method's facts: answers shown with their proof; None for methods that state no facts."""
+        if not any(r.get("grounded") is not None for r in self.rows):
+            return None
+        return sum(bool(r.get("grounded")) and bool(r["exact"]) for r in self.rows) / max(1, len(self.rows))
+
+    @property
+    def wrong_grounded_rate(self) -> float | None:
+        """Share of the answers marked grounded that are wrong (not even an approximate match):
+        a wrong answer wearing a proof; None when nothing was grounded."""
+        marked = [r for r in self.rows if r.get("grounded")]
+        if not marked:
+            return None
+        return sum(not r["approximate"] for r in marked) / len(marked)
+
+    @property
     def follow_up(self) -> dict[str, Any] | None:
         """Conversations only: EM and F1 over the ``follow-up`` questions and over the same
         questions asked ``standalone``, and each as a share of the standalone score (None when
@@ -116,6 +133,8 @@ class MethodResult:
         """Score, time and tokens, without the rows (for reports)."""
         out: dict[str, Any] = dict(self.score.as_dict())
         out["grounded"] = self.grounded_rate
+        out["proven"] = self.proven_rate
+        out["wrong_grounded"] = self.wrong_grounded_rate
         if self.set_scores is not None:
             out["set_macro"] = self.set_scores
         if self.best_of_n is not None:

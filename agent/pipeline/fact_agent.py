@@ -217,15 +217,14 @@ class FactAgent:
     def _embedder(self) -> Any:
         if self.web is not None and getattr(self.web, "embedder", None) is not None:
             return self.web.embedder
-        from ..embeddings import Embedder
-
-        return self._part("embedder", Embedder)
+        return shared_embedder()
 
     @property
     def matcher(self) -> RelationMatcher:
         def build() -> RelationMatcher:
-            labels = self._relations or default_relations(self.generator.index)
-            return RelationMatcher(self._embedder(), labels)
+            if self._relations is not None:
+                return RelationMatcher(self._embedder(), self._relations)
+            return shared_matcher(self._embedder(), self.generator.index)
 
         return self._part("matcher", build)
 
@@ -484,9 +483,12 @@ class FactAgent:
         records = [record]
         if chain is not None:
             hops.extend(chain.take_hops())
-        if not record["grounded"] and record.get("check", {}).get("passed") is False and not part.stopped:
-            # The fact holding the answer says something else than what is asked: the chain may
-            # go on (the answer a bridge: "Canada" for the official language of its country).
+        short = record.get("check", {}).get("passed") is False or record["grounding"]["how"].startswith(
+            "the answer is in no fact of the chain")
+        if not record["grounded"] and short and not part.stopped and not part.cut:
+            # The fact holding the answer says something else than what is asked, or the answer
+            # is in none of the (connected) facts: the chain may go on one more fact (a bridge
+            # answered: "Canada" for the official language of its country).
             t = time.perf_counter()
             current[0] = number + 1
             more = writer.one_more_fact(reply, on_text=on_text, on_span=on_span)
@@ -629,6 +631,35 @@ class FactAgent:
         if any(a.get("stopped") for a in attempts):
             trace["stopped"] = True
         return AgentAnswer(trace["question"], answer, last["text"], last["facts"], trace)
+
+
+_SHARED_LOCK = threading.Lock()
+_SHARED: dict[Any, Any] = {}
+
+
+def shared_embedder() -> Any:
+    """The packaged sentence embedder, loaded once per process (an agent without a web)."""
+    from ..embeddings import Embedder
+
+    with _SHARED_LOCK:
+        if "embedder" not in _SHARED:
+            _SHARED["embedder"] = Embedder()
+        return _SHARED["embedder"]
+
+
+def shared_matcher(embedder: Any, index: Any) -> RelationMatcher:
+    """One :class:`RelationMatcher` per embedder and KB index (its relations read and embedded
+    once: agents are made per question in places)."""
+    key = ("matcher", id(embedder), id(index))
+    with _SHARED_LOCK:
+        entry = _SHARED.get(key)
+        if entry is None or entry[0] is not embedder or entry[1] is not index:
+            entry = (embedder, index, RelationMatcher(embedder, default_relations(index)))
+            _SHARED[key] = entry
+            matchers = [k for k in _SHARED if k[0] == "matcher"]
+            for old in matchers[:-4]:  # a few at most: each holds its index
+                del _SHARED[old]
+        return entry[2]
 
 
 def default_relations(index: Any) -> RelationLabels:

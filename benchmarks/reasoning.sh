@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The reasoning table of the README (docs: README "Evaluation"): the four methods, one run per
+# row, on one loaded model each, >= 30 questions per row. Resumable: a row already answered in
+# OUT is not answered again (the row log). Usage: benchmarks/reasoning.sh [OUT] [rows...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-benchmarks/results/eval/reasoning/checked}
+shift || true
+ROWS=${*:-"kamel kamel-chat two-hop popqa hotpotqa musique 2wiki paraphrases 2wiki-1.5b"}
+FW=${FACTWEAVE:-.venv/bin/factweave}
+M="--method llm-only --method refactx --method web-rag --method agent --no-judge"
+for row in $ROWS; do
+  case $row in
+    kamel)       $FW eval kamel --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
+    kamel-chat)  $FW eval kamel-chat --kind follow-up --limit 15 $M --model qwen2.5-coder-0.5b --out "$OUT/follow-up" ;;
+    two-hop)     $FW eval kamel-chat --kind two-hop --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT/two-hop" ;;
+    popqa)       $FW eval popqa --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
+    hotpotqa)    $FW eval hotpotqa --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
+    musique)     $FW eval musique --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
+    2wiki)       $FW eval 2wiki --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
+    paraphrases) $FW eval 2wiki --data benchmarks/data/paraphrases_questions.json --limit 40 $M \
+                   --model qwen2.5-coder-0.5b --out "$OUT/paraphrases" ;;
+    2wiki-1.5b)  $FW eval 2wiki --limit 30 $M --model qwen2.5-coder-1.5b --out "$OUT/2wiki-1.5b" ;;
+    *) echo "unknown row $row" >&2; exit 2 ;;
+  esac
+done
