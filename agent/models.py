@@ -116,6 +116,19 @@ _TOKENIZER_LOCKS: dict[int, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
+def cache_keyword(model: Any) -> str:
+    """The keyword a model's ``forward`` and ``generate`` take a key/value cache by: ``cache`` since
+    transformers 5.24 (where ``past_key_values`` warns, to be removed), ``past_key_values`` before."""
+    import inspect
+
+    forward = getattr(model, "forward", None)
+    try:
+        params = inspect.signature(forward).parameters if forward is not None else {}
+    except (TypeError, ValueError):
+        params = {}
+    return "cache" if "cache" in params else "past_key_values"
+
+
 def tokenizer_lock(tokenizer: Any) -> threading.Lock:
     """The one lock of ``tokenizer``, shared by every generator and chat client that uses it: a
     fast tokenizer's padding settings are shared state that concurrent calls would trample

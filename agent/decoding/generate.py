@@ -17,7 +17,7 @@ from transformers.generation.streamers import BaseStreamer
 
 from ..errors import IndexMismatchError
 from ..index.tokens import tokenizer_fingerprint
-from ..models import tokenizer_lock
+from ..models import cache_keyword, tokenizer_lock
 from ..prompts import FewShotPrompt, render_prompt
 from .greedy import DecodeSession, TransformersSteps
 from .prefix_cache import PrefixCache
@@ -216,6 +216,7 @@ class FactGenerator:
         self.vocab = vocab or TokenVocab.from_tokenizer(tokenizer, vocab_size)
         self.index = index
         self._tok_lock = tokenizer_lock(tokenizer)
+        self._cache_kw = cache_keyword(model) if hasattr(model, "forward") else "past_key_values"
         self.prefix_cache = PrefixCache(model, tokenizer, self.render, encode=self._encode) if prefix_cache else None
 
     def _encode(self, text: str) -> list[int]:
@@ -381,7 +382,7 @@ class FactGenerator:
             return any(m.group(1).strip() for m in _ANSWER.finditer(text.rsplit("\n", 1)[0]))
 
         ids = run.inputs["input_ids"][0].tolist()
-        cache = run.kwargs.get("past_key_values")
+        cache = run.kwargs.get(self._cache_kw)
         session = DecodeSession(TransformersSteps(self.model), self.vocab, self.vocab.eos_ids, state=cache,
                                 tracker=run.tracker, prompt_text=run.prompts[0], on_fact=on_fact, cancel=cancel,
                                 stop=stop_items)
@@ -416,11 +417,11 @@ class FactGenerator:
             with torch.inference_mode():
                 return self.model.generate(**run.inputs, **run.kwargs, **extra)
         except Exception:
-            if "past_key_values" not in run.kwargs or run.clock.at is not None:
+            if self._cache_kw not in run.kwargs or run.clock.at is not None:
                 raise  # failed for another reason, or after the prompt was read
             log.warning("this model cannot reuse the cached prompt start; prefilling whole prompts from now on")
             self.prefix_cache = None
-            run.kwargs.pop("past_key_values")
+            run.kwargs.pop(self._cache_kw)
             run.cached_tokens = 0
             if isinstance(extra.get("streamer"), _TokenQueue):
                 extra["streamer"].restart()
@@ -463,7 +464,7 @@ class FactGenerator:
         if self.prefix_cache is not None and len(prompts) == 1 and beams == 1:
             past, cached = self.prefix_cache.lookup(enc["input_ids"][0].tolist())
             if past is not None:
-                kwargs["past_key_values"] = past
+                kwargs[self._cache_kw] = past
         return _Run(list(questions), prompts, inputs, tracker if constrained else None, kwargs, started,
                     time.perf_counter(), prefixes, clock, cached)
 

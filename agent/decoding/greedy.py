@@ -65,12 +65,11 @@ class TransformersSteps:
     """:class:`ModelSteps` for a transformers causal LM with a ``DynamicCache``."""
 
     def __init__(self, model: Any) -> None:
-        import inspect
+        from ..models import cache_keyword
 
         self.model = model
         self.device = getattr(model, "device", torch.device("cpu"))
-        # transformers 5.24 renamed ``past_key_values`` to ``cache`` (the old name warns).
-        self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        self._cache_arg = cache_keyword(model)
 
     def feed(self, tokens: Sequence[int], state: Any) -> tuple[torch.Tensor, Any]:
         if state is None:

@@ -82,11 +82,13 @@ class PrefixCache:
             try:
                 from transformers import DynamicCache
 
+                from ..models import cache_keyword
+
                 cache = DynamicCache(config=self.model.config)
                 device = getattr(self.model, "device", torch.device("cpu"))
                 with torch.inference_mode():
-                    self.model(input_ids=torch.tensor([first[:n]], device=device), past_key_values=cache,
-                               use_cache=True)
+                    self.model(input_ids=torch.tensor([first[:n]], device=device), use_cache=True,
+                               **{cache_keyword(self.model): cache})
             except Exception:  # noqa: BLE001 - a model whose cache is not a DynamicCache: generate without
                 self._failed = True
                 return

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..models import LoadedModel, tokenizer_lock
+from ..models import LoadedModel, cache_keyword, tokenizer_lock
 
 
 class NextTokenLogits:
@@ -76,7 +76,8 @@ class NextTokenLogits:
         with torch.inference_mode():
             if self._cached is None or self._cached[0] != prefix:
                 ids = torch.tensor([self.ids(prefix)], device=device)
-                self._cached = (prefix, self.model(input_ids=ids, use_cache=True).past_key_values)
+                out = self.model(input_ids=ids, use_cache=True)
+                self._cached = (prefix, getattr(out, "cache", None) or out.past_key_values)
             with tokenizer_lock(self.tokenizer):
                 enc = self.tokenizer([p[len(prefix):] for p in prompts], return_tensors="pt", padding=True,
                                      padding_side="right", add_special_tokens=False)
@@ -87,6 +88,6 @@ class NextTokenLogits:
             mask = torch.cat([torch.ones(len(prompts), start, dtype=suffix_mask.dtype, device=device), suffix_mask], 1)
             positions = start + torch.arange(suffix_mask.shape[1], device=device).expand(len(prompts), -1)
             hidden = self._decoder(input_ids=enc["input_ids"].to(device), attention_mask=mask, position_ids=positions,
-                                   past_key_values=cache, use_cache=True).last_hidden_state
+                                   use_cache=True, **{cache_keyword(self.model): cache}).last_hidden_state
             last = suffix_mask.sum(1) - 1
             return self._head(hidden[torch.arange(len(prompts), device=device), last])
