@@ -18,7 +18,11 @@ for row in $ROWS; do
     hotpotqa)    $FW eval hotpotqa --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
     musique)     $FW eval musique --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
     2wiki)       $FW eval 2wiki --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
-    paraphrases) $FW eval 2wiki --data benchmarks/data/paraphrases_questions.json --limit 40 $M \
+    paraphrases) # Written over the shared 2Wiki corpus: a folder with both, the corpus linked.
+                 d=${TMPDIR:-/tmp}/factweave-paraphrases; mkdir -p "$d"
+                 cp benchmarks/data/paraphrases_questions.json "$d/"
+                 ln -sf "$(realpath ../shared/data/2wikimultihopqa/2wiki_corpus.json)" "$d/paraphrases_corpus.json"
+                 $FW eval 2wiki --data "$d/paraphrases_questions.json" --limit 40 $M \
                    --model qwen2.5-coder-0.5b --out "$OUT/paraphrases" ;;
     2wiki-1.5b)  $FW eval 2wiki --limit 30 $M --model qwen2.5-coder-1.5b --out "$OUT/2wiki-1.5b" ;;
     *) echo "unknown row $row" >&2; exit 2 ;;

@@ -161,12 +161,17 @@ def _check_report_files(report, out, methods):
         s = data["scores"][method]
         row = table[method]
         assert row[1] == f"{s['answered']}/{s['total']}"
-        assert row[2:10] == [_pct(s["exact_accuracy"]), _pct(s["exact_precision"]), _pct(s["approximate_accuracy"]),
+        assert row[2:12] == [_pct(s["exact_accuracy"]), _pct(s["exact_precision"]), _pct(s["approximate_accuracy"]),
                              _pct(s["approximate_precision"]), _pct(s["f1"]), _pct(s["grounded"]),
+                             _pct(s["proven"]), _pct(s["wrong_grounded"]),
                              _pct(s.get("judge_accuracy")), _pct(s.get("judge_precision"))]
-        assert float(row[10]) == pytest.approx(s["seconds_per_question"], abs=0.006)  # JSON keeps 3 decimals
+        assert float(row[12]) == pytest.approx(s["seconds_per_question"], abs=0.006)  # JSON keeps 3 decimals
         # The scores are the per-question rows counted again.
         rows = [q["methods"][method] for q in data["questions"]]
+        if s["grounded"] is not None:  # proven: right and grounded, over every question
+            assert s["proven"] == pytest.approx(sum(bool(r.get("grounded")) and r["exact"] for r in rows) / len(rows))
+            marked = [r for r in rows if r.get("grounded")]
+            assert s["wrong_grounded"] == (sum(not r["approximate"] for r in marked) / len(marked) if marked else None)
         assert s["answered"] == sum(r["answered"] for r in rows)
         assert s["exact_correct"] == sum(r["exact"] for r in rows)
         assert s["approximate_correct"] == sum(r["approximate"] for r in rows)

@@ -184,7 +184,7 @@ def test_agent_runnable_invoke_stream_and_batch(small_agent):
     (root,) = runs.traced_runs
     assert root.name == "factweave" and root.outputs["answer"] == invoked["answer"]
     graph_run = next(r for r in root.child_runs if r.name == "factweave-agent")
-    assert {"retrieve", "rerank", "generate"} <= {r.name for r in graph_run.child_runs}
+    assert {"retrieve", "rerank", "plan", "read"} <= {r.name for r in graph_run.child_runs}
 
     events = list(chain.stream({"question": ZORBLAX}))
     assert events[-1]["event"] == "answer" and all(e["event"] != "answer" for e in events[:-1])

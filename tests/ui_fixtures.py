@@ -47,10 +47,12 @@ def ui_url(ui_runtime):
     app.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     """Debian's Chromium (else Playwright's own) driven by Playwright. Without either the browser
-    tests skip, except where FACTWEAVE_REQUIRE_BROWSER is set (``.ci/run`` sets it): there they fail."""
+    tests skip, except where FACTWEAVE_REQUIRE_BROWSER is set (``.ci/run`` sets it): there they fail.
+    One per module: Playwright's sync API keeps an event loop running in the main thread while it
+    is open, and later modules (MCP's clients) run their own."""
     from playwright.sync_api import Error, sync_playwright
 
     path = os.environ.get("FACTWEAVE_CHROMIUM") or (CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"))

@@ -327,9 +327,7 @@ def twowiki_files(path: str | Path) -> tuple[Path, Path | None]:
             candidate = path.with_name("_".join(parts[:n]) + _CORPUS_SUFFIX)
             if candidate.is_file():
                 return path, candidate
-    # Questions written over the 2Wiki corpus elsewhere (benchmarks/data/): the shared corpus.
-    default = _DEFAULT_FILES["2wiki"].with_name("2wiki" + _CORPUS_SUFFIX)
-    return path, default if default.is_file() and path.resolve() != _DEFAULT_FILES["2wiki"].resolve() else None
+    return path, None
 
 
 def _titles(value: Any, path: Path, where: str) -> list[str]:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
+from ..eval.metrics import normalize_answer
 from ..prompts import FewShotPrompt, listed_question
 from .asked import AskedCheck, AskedChecker, RelationLabels, RelationMatcher
 from .chaining import ChainingTree
@@ -483,6 +484,19 @@ class FactAgent:
         records = [record]
         if chain is not None:
             hops.extend(chain.take_hops())
+        if not knows(part.answer) and self._says_what_is_asked(question, record, chain):
+            # The model stated a fact that says what is asked, then wrote "I don't know.": it
+            # answers again right after its facts.
+            t = time.perf_counter()
+            current[0] = number + 1
+            again_part = writer.answer_now(reply, on_text=on_text, on_span=on_span)
+            if again_part is not None:
+                record = self._record(number + 1, tree, again_part, reply, chain, t)
+                record["continues"] = number
+                record["why"] = "a stated fact says what the question asks"
+                self._verdict(question, record, again_part, chain)
+                records.append(record)
+                part = again_part
         short = record.get("check", {}).get("passed") is False or record["grounding"]["how"].startswith(
             "the answer is in no fact of the chain")
         if not record["grounded"] and short and not part.stopped and not part.cut:
@@ -536,6 +550,24 @@ class FactAgent:
         if check is not None:
             record["check"] = check.as_dict()
             record["grounding"]["check"] = check.as_dict()
+
+    def _says_what_is_asked(self, question: str, record: dict[str, Any], chain: ChainingTree | None) -> bool:
+        """Whether a stated triple about a name of ``question`` says what it asks (its object
+        taken as the answer, for the check alone)."""
+        if not self.checks or not record["facts"] or record.get("truncated"):
+            return False
+        from .asked import parse_triple
+
+        facts = [f["text"] for f in record["facts"]]
+        for i, text in enumerate(facts):
+            triple = parse_triple(text)
+            if triple is None or normalize_answer(triple[0]) not in normalize_answer(question):
+                continue
+            check = self.checker.check(question, triple[2], facts, [i],
+                                       held=lambda subject: self._relations_held(subject, chain))
+            if check.passed and check.by == "relation":
+                return True
+        return False
 
     def _relations_held(self, subject: str, chain: ChainingTree | None) -> list[str]:
         """The relations the knowledge holds for ``subject``: read from the whole KB's tree

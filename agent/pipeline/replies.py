@@ -148,6 +148,24 @@ class ReplyWriter:
         part.continued = True
         return part
 
+    def answer_now(self, reply: Reply, *, on_text: Callable[[str], None] | None = None,
+                   on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
+        """Rewind to the end of the reply's last fact and let the model write its ``Answer:``
+        line from there (the reasoning it wrote after the facts dropped). None when the reply
+        has no fact."""
+        session = reply.session
+        spans = list(session.trace.spans)
+        if not spans or self._stopped(session):
+            return None
+        started = time.perf_counter()
+        session.rewind(spans[-1][2] + 1)
+        begin = len(session.out)
+        session.feed(self._encode("Answer:"), reply=True)
+        self._run(session, ANSWER_LINE_TOKENS, on_text, on_span)
+        part = self._part(reply, begin, started, "", [])
+        part.continued = True
+        return part
+
     # --- helpers -------------------------------------------------------------------------------
 
     @staticmethod
