@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,10 +111,6 @@ class LoadedModel:
     load_seconds: float
 
 
-_TOKENIZER_LOCKS: dict[int, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
 def cache_keyword(model: Any) -> str:
     """The keyword a model's ``forward`` and ``generate`` take a key/value cache by: ``cache`` since
     transformers 5.24 (where ``past_key_values`` warns, to be removed), ``past_key_values`` before."""
@@ -129,12 +124,44 @@ def cache_keyword(model: Any) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-def tokenizer_lock(tokenizer: Any) -> threading.Lock:
-    """The one lock of ``tokenizer``, shared by every generator and chat client that uses it: a
-    fast tokenizer's padding settings are shared state that concurrent calls would trample
-    ("Already borrowed")."""
-    with _LOCKS_GUARD:
-        return _TOKENIZER_LOCKS.setdefault(id(tokenizer), threading.Lock())
+def stateless_tokenizer(tokenizer: Any) -> Any:
+    """``tokenizer`` with its Rust backend's padding and truncation turned off, once, before any
+    thread uses it; returns it.
+
+    A fast tokenizer keeps padding and truncation as state in its Rust object: a call with
+    ``padding=True`` switches it on, the next call without switches it off, and a call that
+    switches it while another thread encodes either fails ("Already borrowed") or leaves the
+    other call's batch unpadded. With the state off and every batch padded by
+    :func:`encode_padded`, no call changes it: concurrent encodes and decodes only read."""
+    backend = getattr(tokenizer, "_tokenizer", None)
+    if backend is not None:
+        if getattr(backend, "padding", None) is not None:
+            backend.no_padding()
+        if getattr(backend, "truncation", None) is not None:
+            backend.no_truncation()
+    return tokenizer
+
+
+def encode_padded(tokenizer: Any, texts: Sequence[str], side: str | None = None) -> dict[str, Any]:
+    """``input_ids`` and ``attention_mask`` tensors of ``texts`` (no special tokens added), padded
+    on ``side`` (default: the tokenizer's ``padding_side``) with its pad token: the texts are
+    encoded unpadded and padded here, so the tokenizer's shared state is never switched
+    (:func:`stateless_tokenizer`)."""
+    import torch
+
+    side = side or getattr(tokenizer, "padding_side", "left")
+    rows = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    width = max((len(r) for r in rows), default=0)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    ids = torch.full((len(rows), width), int(pad or 0), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        if not row:
+            continue
+        span = slice(width - len(row), width) if side == "left" else slice(0, len(row))
+        ids[i, span] = torch.tensor(row, dtype=torch.long)
+        mask[i, span] = 1
+    return {"input_ids": ids, "attention_mask": mask}
 
 
 def default_cache_dir() -> Path:
@@ -466,7 +493,7 @@ def _load_hf(
         tokenizer.pad_token = tokenizer.eos_token
     # Decoder-only models continue from the last position, so batches must pad on the left.
     tokenizer.padding_side = "left"
-    return model, tokenizer
+    return model, stateless_tokenizer(tokenizer)
 
 
 def _resolve_source(name_or_path: str, cache_dir: Path | None) -> tuple[str, bool]:

@@ -17,8 +17,13 @@ from .cli_options import agent_options
               help="Requests waiting beyond those; more get HTTP 429 (default 8).")
 @click.option("--max-request-bytes", type=click.IntRange(256), default=None,
               help="Largest request body; larger get HTTP 413 (default 65536).")
+@click.option("--allow-host", "allowed_hosts", multiple=True,
+              help="A host name requests may name beyond loopback and IP addresses (repeatable).")
+@click.option("--cors-origin", "cors_origins", multiple=True,
+              help="A web-page origin that may call the server, e.g. http://localhost:3000 (repeatable); "
+                   "requests from other pages get HTTP 403.")
 def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurrency, max_queue,
-                  max_request_bytes) -> None:
+                  max_request_bytes, allowed_hosts, cors_origins) -> None:
     """Serve the agent (model `factweave`) and the plain local model (model id: its name) at
     /v1/chat/completions and /v1/models; any OpenAI client works. Clients must send the bearer
     key in FACTWEAVE_API_KEY when it is set.
@@ -33,13 +38,14 @@ def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurre
         -d '{"model": "factweave", "messages": [{"role": "user", "content": "Who founded Zorblax Station?"}]}'
     """
     from .llm.client import LocalChat
-    from .llm.server import ServerLimits, bind_socket, run
+    from .llm.server import OriginPolicy, ServerLimits, bind_socket, run
     from .runtime import load_settings_model, open_agent
     from .settings import load_settings
 
     settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank, host=host, port=port,
                              max_concurrency=max_concurrency, max_queue=max_queue,
-                             max_request_bytes=max_request_bytes)
+                             max_request_bytes=max_request_bytes, allowed_hosts=list(allowed_hosts) or None,
+                             cors_origins=list(cors_origins) or None)
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     # Bind first: a port in use fails in one line before the model spends time loading.
     sock = bind_socket(settings.host, settings.port)
@@ -47,6 +53,7 @@ def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurre
         loaded = load_settings_model(settings)
         with open_agent(settings, loaded=loaded) as fact_agent:
             run([fact_agent, LocalChat(loaded)], settings.host, settings.port, api_key,
-                limits=ServerLimits.from_settings(settings), sock=sock)
+                limits=ServerLimits.from_settings(settings), sock=sock,
+                origins=OriginPolicy.of(settings.allowed_hosts, settings.cors_origins))
     finally:
         sock.close()

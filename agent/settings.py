@@ -132,6 +132,10 @@ class Settings(BaseSettings):
     max_concurrency: int = Field(2, ge=1, le=64, description="Answers generated at once (FACTWEAVE_MAX_CONCURRENCY).")
     max_queue: int = Field(8, ge=0, le=1024, description="Requests waiting beyond those; more get HTTP 429 "
                                                         "(FACTWEAVE_MAX_QUEUE).")
+    allowed_hosts: list[str] = Field(default_factory=list, description="Host names requests may name beyond "
+                                     "loopback and IP addresses (FACTWEAVE_ALLOWED_HOSTS, a JSON list).")
+    cors_origins: list[str] = Field(default_factory=list, description="Web-page origins that may call the server "
+                                    "(FACTWEAVE_CORS_ORIGINS, a JSON list); others get HTTP 403.")
     max_reply_tokens: int = Field(2048, ge=1, le=131072, description="Largest `max_tokens` a request may ask; more "
                                                                      "gets HTTP 400 (FACTWEAVE_MAX_REPLY_TOKENS).")
 

@@ -88,13 +88,14 @@ def test_build_then_ask_json(tmp_path, kb, cache_dir):
                "--kb", str(kb), "--json", "--max-tokens", "40", cache=cache_dir)
     result = json.loads(proc.stdout)
     assert set(result) >= {"answer", "text", "facts", "timings", "trace"}
-    # Own KB, no web: one generation on the KB tree, and when its chain stops one fact short of an
-    # answer, one continuation of that same reply (its text starts with the first one's facts).
+    # Own KB, no web: one generation on the KB tree; continuations of that same reply (their text
+    # holds the first one's facts): its answer line again when it stated a fact saying what is
+    # asked and then "I don't know.", one more fact when its chain stops one fact short.
     steps = result["trace"]["steps"]
-    assert [s["step"] for s in steps] in (["generate"], ["generate", "generate"])
+    assert {s["step"] for s in steps} == {"generate"} and 1 <= len(steps) <= 3
     assert all(s["tree"] == "kb" for s in steps)
-    if len(steps) == 2:
-        assert steps[1]["continues"] == 0 and steps[0]["facts"][0]["text"] in steps[1]["text"]
+    for later in steps[1:]:
+        assert later["continues"] == 0 and steps[0]["facts"][0]["text"] in later["text"]
     assert result["facts"], "no KB fact was stated"
     facts = {verbalize(*row.split("\t")) for row in kb.read_text().splitlines()}
     for span in result["facts"]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -75,6 +76,50 @@ def test_parallel_generations_do_not_interfere(demo_generator, questions):
     for i in range(2):
         assert results[i].text == sequential[i].text
         assert [f.as_dict() for f in results[i].facts] == [f.as_dict() for f in sequential[i].facts]
+
+
+def test_batched_prompts_and_per_question_trees_share_the_tokenizer_safely(smollm, questions):
+    """Concurrent answers: one thread reads a batch of prompts (padded, as ``answer_batch`` does
+    before generating) while another builds a per-question tree with the same tokenizer. Before
+    the tokenizer's padding was made stateless the tree build switched padding off under the
+    batch ("Unable to create tensor ... activate padding", or "Already borrowed") within seconds;
+    now every batch is read whole for 15 s. (Reading prompts, not generating: generation takes
+    the GIL for long stretches and hides the race.)"""
+    from agent.decoding import FactGenerator
+    from agent.index import FactIndex
+
+    facts = list(load_facts(demo_kamel_root()))[:2000]
+    generator = FactGenerator(smollm.model, smollm.tokenizer, FactIndex.build(facts[:50], smollm.tokenizer),
+                              max_new_tokens=1, prefix_cache=False)
+    prompts = [questions[0], questions[1] + " And where?"]
+    errors: list[str] = []
+    done = threading.Event()
+
+    def build() -> None:
+        try:
+            while not done.is_set():
+                FactIndex.build(facts, smollm.tokenizer)
+        except Exception as exc:  # noqa: BLE001 - the failure under test
+            errors.append(repr(exc))
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    batches = 0
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not errors:
+            run = generator._prepare(prompts, True, None, 1, None)
+            ids = run.inputs["input_ids"]
+            assert ids.shape[0] == 2 and run.inputs["attention_mask"].sum(1).tolist() == [
+                len(generator._encode(p)) for p in run.prompts]
+            batches += 1
+    except Exception as exc:  # noqa: BLE001
+        errors.append(repr(exc))
+    finally:
+        done.set()
+        builder.join()
+    assert not errors, errors[:2]
+    assert batches > 0
 
 
 def test_free_generation_has_no_spans(demo_generator, questions):

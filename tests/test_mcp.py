@@ -160,6 +160,7 @@ def test_ask_states_only_facts_of_the_web_or_the_kb(session, mcp_web):
 def test_bad_arguments_are_tool_errors_of_one_line(session):
     for tool, arguments, expected in [
         ("ask", {"question": "   "}, "the question is empty"),
+        ("ask", {"question": "Where? " * 400}, "the question is too long (2,799 characters; 2,000 at most)"),
         ("search_facts", {"query": "Zorblax", "k": 0}, "k must be between 1 and 100, not 0"),
         ("search_facts", {"query": "Zorblax", "k": 101}, "k must be between 1 and 100, not 101"),
         ("search_facts", {"query": ""}, "the query is empty"),

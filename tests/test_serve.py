@@ -2,6 +2,7 @@
 (uvicorn on a free loopback port), called with the real ``openai`` SDK over real HTTP."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -395,9 +396,74 @@ def test_malformed_requests_are_one_line_400s_and_change_nothing(server, sdk, lo
         (b'{"model": "factweave", "messages": [{"role": "user"}]}', "messages"),
         (b'{"model": "factweave", "messages": [{"role": "user", "content": "hi"}], "max_tokens": -3}', "max_tokens"),
         (b'{"model": "factweave", "messages": [{"role": "user", "content": "hi"}], "temperature": 9}', "temperature"),
+        (json.dumps({"model": "factweave", "messages": ask("Where? " * 400)}).encode(), "too long"),
     ]
     for body, named in cases:
         r = httpx.post(f"{server}/chat/completions", content=body, headers={"Content-Type": "application/json"})
         message = r.json()["error"]["message"]
         assert r.status_code == 400 and named in message and "\n" not in message, (body, r.status_code, message)
     assert [m.id for m in sdk.models.list()] == ["factweave", local_chat.name]
+
+
+def test_a_web_page_the_user_visits_cannot_drive_the_server(local_chat, serve_chat):
+    """The review's request: a "simple" cross-site POST (text/plain, a foreign Origin, a DNS
+    rebinding Host) was answered 200. Each of the three is refused on its own; SDKs, curl and the
+    server's own origin go on; names and origins the user allows are served."""
+    from agent.llm.server import OriginPolicy
+
+    base_url = serve_chat([local_chat])
+    port = base_url.rsplit(":", 1)[1].split("/")[0]
+    body = json.dumps({"model": local_chat.name, "messages": ask("Say hi."), "max_tokens": 2})
+    url = f"{base_url}/chat/completions"
+    attack = {"Content-Type": "text/plain", "Origin": "http://evil.example", "Host": f"evil.example:{port}"}
+    r = httpx.post(url, content=body, headers=attack)
+    assert r.status_code == 403 and "choices" not in r.json()
+    for headers, status, named in [({"Content-Type": "application/json", "Host": f"evil.example:{port}"}, 403, "Host"),
+                                   ({"Content-Type": "application/json", "Origin": "http://evil.example"}, 403,
+                                    "origin"),
+                                   ({"Content-Type": "text/plain"}, 415, "application/json"),
+                                   ({}, 415, "application/json")]:
+        r = httpx.post(url, content=body, headers=headers)
+        message = r.json()["error"]["message"]
+        assert r.status_code == status and named in message and "\n" not in message, (headers, r.status_code, message)
+    r = httpx.get(f"{base_url}/models", headers={"Host": f"evil.example:{port}"})  # rebinding reads nothing either
+    assert r.status_code == 403
+    # An SDK (no Origin), a page of the server's own origin, localhost by name: served.
+    r = httpx.post(url, content=body, headers={"Content-Type": "application/json; charset=utf-8"})
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"]
+    own = {"Origin": f"http://127.0.0.1:{port}", "Host": f"127.0.0.1:{port}"}
+    assert httpx.get(f"{base_url}/models", headers=own).status_code == 200
+    assert httpx.get(f"{base_url}/models", headers={"Host": f"localhost:{port}"}).status_code == 200
+    # Allowed: a LAN name, and a web app's origin (with CORS headers and its preflight).
+    app = "http://localhost:3000"
+    allowing = serve_chat([local_chat], origins=OriginPolicy.of(["factweave.lan"], [app]))
+    aport = allowing.rsplit(":", 1)[1].split("/")[0]
+    assert httpx.get(f"{allowing}/models", headers={"Host": f"factweave.lan:{aport}"}).status_code == 200
+    assert httpx.get(f"{allowing}/models", headers={"Host": f"evil.example:{aport}"}).status_code == 403
+    pre = httpx.options(f"{allowing}/chat/completions", headers={"Origin": app, "Access-Control-Request-Method": "POST",
+                                                                "Access-Control-Request-Headers": "content-type"})
+    assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == app
+    r = httpx.get(f"{allowing}/models", headers={"Origin": app})
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == app
+    assert httpx.get(f"{allowing}/models", headers={"Origin": "http://evil.example"}).status_code == 403
+
+
+def test_the_plain_model_stops_when_its_client_leaves_and_reports_its_usage(local_chat, serve_chat):
+    """The real local model (not a model written to poll): a client that leaves a long reply frees
+    its slot within seconds, and a finished reply reports its token counts."""
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    long = ask("Count from 1 to 1000, one number a line.")
+    started = time.monotonic()
+    cut = local_chat.complete_counted(long, max_tokens=2000, cancel=cancel)
+    assert cut.cancelled and 0 < cut.completion_tokens < 2000 and time.monotonic() - started < 30
+    base_url = serve_chat([local_chat], limits=ServerLimits(max_concurrency=1, max_queue=0))
+    body = {"model": local_chat.name, "messages": long, "max_tokens": 2000}
+    with pytest.raises(httpx.ReadTimeout):  # the client gives up on the long reply
+        httpx.post(f"{base_url}/chat/completions", json=body, timeout=2)
+    left = time.monotonic()
+    sdk = OpenAI(base_url=base_url, api_key="unused", max_retries=8, timeout=60)  # waits out 429s
+    reply = sdk.chat.completions.create(model=local_chat.name, messages=ask("Say hi."), max_tokens=3)
+    assert time.monotonic() - left < 15, "the long generation held the only slot after its client left"
+    assert reply.usage.prompt_tokens > 0 and 0 < reply.usage.completion_tokens <= 3
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens

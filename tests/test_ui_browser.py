@@ -237,6 +237,25 @@ def test_ui_binds_loopback_and_rejects_an_empty_question(browser, ui_url):
     page.close()
 
 
+def test_a_page_of_another_site_cannot_drive_the_ui(browser, ui_url):
+    """DNS rebinding (the page's own name resolving to 127.0.0.1) and a foreign page's requests
+    are refused before Gradio reads them; the UI's own page goes on working."""
+    import httpx
+
+    port = ui_url.rstrip("/").rsplit(":", 1)[1]
+    config = f"{ui_url.rstrip('/')}/config"
+    assert httpx.get(config, headers={"Host": f"evil.example:{port}"}).status_code == 403
+    r = httpx.post(f"{ui_url.rstrip('/')}/gradio_api/queue/join", json={"data": ["Who founded Zorblax Station?"]},
+                   headers={"Origin": "http://evil.example"})
+    assert r.status_code == 403 and "evil.example" in r.json()["error"]["message"]
+    assert httpx.get(config, headers={"Origin": f"http://127.0.0.1:{port}"}).status_code == 200
+    assert httpx.get(config, headers={"Host": f"localhost:{port}"}).status_code == 200
+    page = browser.new_page()  # the browser, on the UI's own origin: served as before
+    page.goto(ui_url)
+    page.wait_for_selector("#fw-ask", timeout=60_000)
+    page.close()
+
+
 def _ask_and_wait(page, question: str) -> dict:
     _ask(page, question)
     return _wait_answer(page, question)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from html import escape as gr_escape
 from pathlib import Path
 from typing import Any
@@ -274,10 +275,19 @@ def _default_tree(runtime: UIRuntime) -> str:
 
 def launch(app: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,
            auth: tuple[str, str] | None = None, max_file_size: int = 20 * 1024 * 1024, block: bool = True,
-           quiet: bool = False) -> str:
+           quiet: bool = False, allowed_hosts: Sequence[str] = ()) -> str:
     """Serve ``app`` on ``host:port`` (loopback by default); return its local URL. ``block=False``
-    returns at once (tests, notebooks)."""
+    returns at once (tests, notebooks). Requests naming another ``Host`` than loopback, an IP
+    address or one of ``allowed_hosts``, or sent from another site's page, are refused
+    (:mod:`agent.llm.server.origins`: no web page the user visits can drive the UI)."""
+    from starlette.middleware import Middleware
+
+    from agent.llm.server.origins import OriginGuard, OriginPolicy
+
+    policy = OriginPolicy.of([*allowed_hosts, *([".gradio.live"] if share else [])])
+    guard = Middleware(OriginGuard, policy=policy, json_posts=False)
     _, url, _ = app.launch(server_name=host, server_port=port, share=share, auth=auth, max_file_size=max_file_size,
                            prevent_thread_lock=not block, inbrowser=False, quiet=quiet, show_error=True,
-                           css=CSS_PATH.read_text(encoding="utf-8"), footer_links=[], ssr_mode=False)
+                           css=CSS_PATH.read_text(encoding="utf-8"), footer_links=[], ssr_mode=False,
+                           app_kwargs={"middleware": [guard]})
     return url

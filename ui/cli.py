@@ -22,6 +22,8 @@ def _auth(value: str | None) -> tuple[str, str] | None:
 @agent_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback only by default).")
 @click.option("--port", type=click.IntRange(1, 65535), default=7860, show_default=True)
+@click.option("--allow-host", "allowed_hosts", multiple=True,
+              help="A host name the browser may use beyond loopback and IP addresses (repeatable).")
 @click.option("--share", is_flag=True, help="Also publish a temporary public gradio.live link (needs internet and "
               "--auth).")
 @click.option("--auth", default=None, metavar="USER:PASSWORD", help="Require this login (or set FACTWEAVE_UI_AUTH).",
@@ -30,7 +32,8 @@ def _auth(value: str | None) -> tuple[str, str] | None:
               help="Questions answered at once; more wait in the queue.")
 @click.option("--max-upload-mb", type=click.IntRange(1, 2048), default=20, show_default=True,
               help="Largest uploaded file.")
-def ui_command(config, model, web_dir, tree, rerank, host, port, share, auth, concurrency, max_upload_mb) -> None:
+def ui_command(config, model, web_dir, tree, rerank, host, port, allowed_hosts, share, auth, concurrency,
+               max_upload_mb) -> None:
     """Chat with the agent in the browser: answers stream with every constrained fact
     highlighted and traceable to its source; upload knowledge; choose tree mode, beams, model.
 
@@ -61,4 +64,5 @@ def ui_command(config, model, web_dir, tree, rerank, host, port, share, auth, co
         examples = demo_examples() if settings.uses_demo_web() else None
         app = build_ui(runtime, examples=examples, concurrency=concurrency)
         print(f"factweave UI on http://{host}:{port}  (Ctrl+C stops it)", file=sys.stderr)
-        launch(app, host=host, port=port, share=share, auth=credentials, max_file_size=limit)
+        launch(app, host=host, port=port, share=share, auth=credentials, max_file_size=limit,
+               allowed_hosts=allowed_hosts)

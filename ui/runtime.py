@@ -35,6 +35,7 @@ from agent.errors import FactweaveError
 from agent.files import replacing, write_json
 from agent.index.union import GrowingFactIndex
 from agent.knowledge.facts import Fact
+from agent.pipeline.conversation import check_question as agent_check_question
 from agent.web.removal import source_name
 
 from .uploads import DEFAULT_MAX_BYTES, read_uploads
@@ -453,9 +454,8 @@ def _brief(exc: BaseException) -> str:
 
 
 def check_question(question: str) -> str:
-    question = " ".join((question or "").split())
-    if not question:
+    """The agent's own bound (:func:`agent.pipeline.conversation.check_question`), with the UI's
+    words for an empty box."""
+    if not (question or "").strip():
         raise FactweaveError("type a question first")
-    if len(question) > 2000:
-        raise FactweaveError("the question is too long (2,000 characters at most)")
-    return question
+    return agent_check_question(question)

@@ -17,7 +17,7 @@ from transformers.generation.streamers import BaseStreamer
 
 from ..errors import IndexMismatchError
 from ..index.tokens import tokenizer_fingerprint
-from ..models import cache_keyword, tokenizer_lock
+from ..models import cache_keyword, encode_padded, stateless_tokenizer
 from ..prompts import FewShotPrompt, render_prompt
 from .greedy import DecodeSession, TransformersSteps
 from .prefix_cache import PrefixCache
@@ -215,13 +215,12 @@ class FactGenerator:
         vocab_size = getattr(model.config, "vocab_size", None) if hasattr(model, "config") else None
         self.vocab = vocab or TokenVocab.from_tokenizer(tokenizer, vocab_size)
         self.index = index
-        self._tok_lock = tokenizer_lock(tokenizer)
+        stateless_tokenizer(tokenizer)  # concurrent encodes only read it (agent.models)
         self._cache_kw = cache_keyword(model) if hasattr(model, "forward") else "past_key_values"
         self.prefix_cache = PrefixCache(model, tokenizer, self.render, encode=self._encode) if prefix_cache else None
 
     def _encode(self, text: str) -> list[int]:
-        with self._tok_lock:
-            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     @property
     def index(self) -> Any | None:
@@ -441,8 +440,7 @@ class FactGenerator:
         if len(prefixes) != len(questions):
             raise ValueError(f"{len(prefixes)} reply prefixes for {len(questions)} questions")
         prompts = [self.render(q) + prefix for q, prefix in zip(questions, prefixes)]
-        with self._tok_lock:
-            enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = encode_padded(self.tokenizer, prompts, "left")
         device = getattr(self.model, "device", torch.device("cpu"))
         inputs = {k: v.to(device) for k, v in enc.items()}
         clock = _FirstLogits()

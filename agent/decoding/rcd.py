@@ -30,7 +30,7 @@ from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria,
 
 from ..index import FactIndex
 from ..knowledge.facts import Fact
-from ..models import tokenizer_lock
+from ..models import encode_padded
 from ..prompts import FewShotPrompt, render_prompt
 from .spans import decode_tokens
 
@@ -205,8 +205,7 @@ class AnswerSetGenerator:
             raise ValueError("one answer trie per question is required")
         beams = beams or self.beams
         prompts = [self.render(q) for q in questions]
-        with tokenizer_lock(self.tokenizer):
-            enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = encode_padded(self.tokenizer, prompts)
         device = getattr(self.model, "device", torch.device("cpu"))
         inputs = {k: v.to(device) for k, v in enc.items()}
         prompt_len = inputs["input_ids"].shape[1]

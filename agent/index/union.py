@@ -40,7 +40,6 @@ import numpy as np
 
 from ..errors import IndexMismatchError
 from ..knowledge.facts import Fact
-from ..models import tokenizer_lock
 from .disk import DiskFactIndex
 from .tokens import fact_token_ids, tokenizer_fingerprint
 from .trie import FactIndex
@@ -154,8 +153,7 @@ class GrowingFactIndex:
             if room <= 0 or not fresh:
                 return []
             texts = list(fresh)
-            with tokenizer_lock(self.tokenizer):  # the generator's lock: fast tokenizers refuse concurrent calls
-                sequences = fact_token_ids(self.tokenizer, texts)
+            sequences = fact_token_ids(self.tokenizer, texts)  # reads the tokenizer only (agent.models)
             checked = state.indexes if self.check_base else state.indexes[1:]
             keep = [(fresh[t], s) for t, s in zip(texts, sequences) if not any(_holds(ix, s) for ix in checked)]
             keep = keep[:room]

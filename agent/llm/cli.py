@@ -22,7 +22,11 @@ def llm_group() -> None:
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
 @click.option("--api-key-env", default="FACTWEAVE_API_KEY", show_default=True,
               help="Environment variable holding the bearer key clients must send (unset: no key).")
-def llm_serve(model, host, port, api_key_env) -> None:
+@click.option("--allow-host", "allowed_hosts", multiple=True,
+              help="A host name requests may name beyond loopback and IP addresses (repeatable).")
+@click.option("--cors-origin", "cors_origins", multiple=True,
+              help="A web-page origin that may call the server (repeatable); other pages get HTTP 403.")
+def llm_serve(model, host, port, api_key_env, allowed_hosts, cors_origins) -> None:
     """Serve the local model at /v1/chat/completions and /v1/models (any OpenAI client works).
 
     \b
@@ -31,6 +35,7 @@ def llm_serve(model, host, port, api_key_env) -> None:
       factweave web search "Who founded Zorblax Station?" --rerank --base-url http://127.0.0.1:8000/v1
     """
     from .client import LocalChat
-    from .server import run
+    from .server import OriginPolicy, run
 
-    run(LocalChat(model), host=host, port=port, api_key=os.environ.get(api_key_env) or None)
+    run(LocalChat(model), host=host, port=port, api_key=os.environ.get(api_key_env) or None,
+        origins=OriginPolicy.of(allowed_hosts, cors_origins))

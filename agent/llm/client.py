@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -195,12 +197,33 @@ class _StopOnStrings:
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
-        from agent.models import tokenizer_lock
-
-        with tokenizer_lock(self.tokenizer):
-            text = self.tokenizer.decode(input_ids[0, self.prompt_len:], skip_special_tokens=True)
+        text = self.tokenizer.decode(input_ids[0, self.prompt_len:], skip_special_tokens=True)
         done = any(s in text for s in self.stop)
         return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
+class _OnEvent:
+    """Stops generation once ``event`` is set (a client that went away)."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+
+
+@dataclass(frozen=True)
+class LocalReply:
+    """A local model's reply with what it cost: prompt and generated tokens, why it ended
+    (``"stop"`` or ``"length"``) and whether it was cancelled."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    cancelled: bool
 
 
 def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -217,8 +240,8 @@ class LocalChat:
     positive temperature samples. Calls may run at once, on this client or on others sharing
     the loaded model (the agent's generator, the server's plain model): generations on one set
     of weights overlap correctly (the same answers) and two at once answered 1.39x faster than
-    one after the other on 2 cores (``benchmarks/concurrency.py``); only the tokenizer, whose
-    padding state is shared, is used under its one lock (:func:`agent.models.tokenizer_lock`).
+    one after the other on 2 cores (``benchmarks/concurrency.py``); the tokenizer is shared too: no
+    call switches its state (:func:`agent.models.stateless_tokenizer`).
     How many run at once is the caller's bound (the server's ``max_concurrency``, the UI's
     ``--concurrency``).
 
@@ -267,10 +290,21 @@ class LocalChat:
         stop: list[str] | None = None,
     ) -> str:
         """The model's reply to ``messages``, cut before the first ``stop`` string."""
+        return self.complete_counted(messages, max_tokens=max_tokens, temperature=temperature, stop=stop).text
+
+    def complete_counted(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> LocalReply:
+        """:meth:`complete` with its token counts; ``cancel``: when set (e.g. the client went
+        away), generation ends after the current token."""
         import torch
         from transformers import StoppingCriteriaList
-
-        from agent.models import tokenizer_lock
 
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
         prompt = self.render(messages)
@@ -280,12 +314,12 @@ class LocalChat:
             else {"do_sample": False}
         )
         try:
-            with tokenizer_lock(tokenizer):
-                enc = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+            enc = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
             enc = {k: v.to(model.device) for k, v in enc.items()}
             prompt_len = enc["input_ids"].shape[1]
             criteria = StoppingCriteriaList(
-                [_StopOnStrings(tokenizer, prompt_len, stop)] if stop else []
+                ([_StopOnStrings(tokenizer, prompt_len, stop)] if stop else [])
+                + ([_OnEvent(cancel)] if cancel is not None else [])
             )
             with torch.inference_mode():
                 out = model.generate(
@@ -296,11 +330,13 @@ class LocalChat:
                     eos_token_id=tokenizer.eos_token_id,
                     **sampling,
                 )
-            with tokenizer_lock(tokenizer):
-                text = tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True)
+            new = out[0, prompt_len:]
+            text = tokenizer.decode(new, skip_special_tokens=True)
         except (RuntimeError, ValueError, TypeError, IndexError) as exc:
             raise ChatError(f"local model {self.name!r}: {_one_line(str(exc))}") from exc
-        return _cut_at_stop(text, stop) if stop else text
+        ended = len(new) >= max_tokens and not (cancel is not None and cancel.is_set())
+        return LocalReply(_cut_at_stop(text, stop) if stop else text, int(prompt_len), len(new),
+                          "length" if ended else "stop", bool(cancel is not None and cancel.is_set()))
 
 
 # --- choosing one from the environment ----------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..models import LoadedModel, cache_keyword, tokenizer_lock
+from ..models import LoadedModel, cache_keyword, encode_padded
 
 
 class NextTokenLogits:
@@ -32,8 +32,7 @@ class NextTokenLogits:
         self._cached: tuple[str, Any] | None = None  # (prefix text, its key/value cache)
 
     def ids(self, text: str) -> list[int]:
-        with tokenizer_lock(self.tokenizer):
-            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def prefix_fits(self, prefix: str, sample: str) -> bool:
         """Whether ``prefix`` tokenizes the same alone as at the start of ``sample``."""
@@ -61,9 +60,7 @@ class NextTokenLogits:
         return getattr(self.model, "device", torch.device("cpu"))
 
     def _whole_logits(self, prompts: list[str]) -> torch.Tensor:
-        with tokenizer_lock(self.tokenizer):
-            enc = self.tokenizer(prompts, return_tensors="pt", padding=True, padding_side="left",
-                                 add_special_tokens=False)
+        enc = encode_padded(self.tokenizer, prompts, "left")
         mask = enc["attention_mask"].to(self._device())
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         with torch.inference_mode():
@@ -78,9 +75,7 @@ class NextTokenLogits:
                 ids = torch.tensor([self.ids(prefix)], device=device)
                 out = self.model(input_ids=ids, use_cache=True)
                 self._cached = (prefix, getattr(out, "cache", None) or out.past_key_values)
-            with tokenizer_lock(self.tokenizer):
-                enc = self.tokenizer([p[len(prefix):] for p in prompts], return_tensors="pt", padding=True,
-                                     padding_side="right", add_special_tokens=False)
+            enc = encode_padded(self.tokenizer, [p[len(prefix):] for p in prompts], "right")
             cache = copy.deepcopy(self._cached[1])
             cache.batch_repeat_interleave(len(prompts))
             start = cache.get_seq_length()

@@ -60,6 +60,9 @@ from ..prompts import read_prompt
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
 
+MAX_QUESTION_CHARS = 2000
+"""Characters a question may have, at every door (UI, serve, MCP, CLI, Python): one bound for
+the work a single request can cause."""
 MAX_TURNS = 6
 """Earlier messages (user or assistant, each one a turn) the agent gets at most."""
 MAX_CHARS = 4000
@@ -89,6 +92,20 @@ def as_turn(message: Any) -> dict[str, str] | None:
     if not isinstance(content, str):
         content = "" if content is None else str(content)
     return {"role": _ROLES[role], "content": content}
+
+
+def check_question(question: Any) -> str:
+    """``question`` with its whitespace collapsed; :class:`FactweaveError` (one line) when it is
+    not text, is empty or is longer than :data:`MAX_QUESTION_CHARS`."""
+    if not isinstance(question, str):
+        raise FactweaveError(f"the question is {type(question).__name__}, not text")
+    question = " ".join(question.split())
+    if not question:
+        raise FactweaveError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise FactweaveError(f"the question is too long ({len(question):,} characters; "
+                             f"{MAX_QUESTION_CHARS:,} at most)")
+    return question
 
 
 def trim_history(history: Iterable[Any] | None, max_turns: int = MAX_TURNS,

@@ -54,7 +54,7 @@ from ..eval.metrics import normalize_answer
 from ..prompts import FewShotPrompt, listed_question
 from .asked import AskedCheck, AskedChecker, RelationLabels, RelationMatcher
 from .chaining import ChainingTree
-from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, rewrite_by_rules, rewrite_with_chat, trim_history
+from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
 from .grounding import DONT_KNOW, Grounding, clean_answer, ground, knows
 from .options import OptionsStep
 from .plan import PlanReader, QuestionPlan
@@ -283,9 +283,7 @@ class FactAgent:
 
     def _input(self, question: str, history: Sequence[Mapping[str, Any]] | None, beams: int | None,
                stop: threading.Event | None) -> _State:
-        if not isinstance(question, str) or not question.strip():
-            raise FactweaveError("the question is empty")
-        question = " ".join(question.split())
+        question = check_question(question)
         history = trim_history(history or [], self.max_history_turns, self.max_history_chars)
         return {"asked": question, "question": question, "history": history, "beams": beams, "stop": stop,
                 "pool": [], "chosen": [], "queries": [], "pending": [question], "rounds": 0, "plan": {},

@@ -10,7 +10,7 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from ...errors import FactweaveError
-from ...models import LoadedModel, tokenizer_lock
+from ...models import LoadedModel, encode_padded
 from .scorers import RelevanceScorer
 
 # Baseline decoding settings of the paper, as ``generate`` keyword arguments.
@@ -158,9 +158,7 @@ def kgd_generate(loaded: LoadedModel, prompts: Sequence[str], chunks_per_prompt:
     if len(chunks_per_prompt) != len(prompts):
         raise FactweaveError(f"got {len(prompts)} prompts but {len(chunks_per_prompt)} chunk lists")
     model, tokenizer = loaded.model, loaded.tokenizer
-    with tokenizer_lock(tokenizer):
-        enc = tokenizer(list(prompts), return_tensors="pt", padding=True, padding_side="left",
-                        add_special_tokens=False)
+    enc = encode_padded(tokenizer, list(prompts), "left")
     device = getattr(model, "device", torch.device("cpu"))
     inputs = {k: v.to(device) for k, v in enc.items()}
     prompt_len = int(inputs["input_ids"].shape[1])

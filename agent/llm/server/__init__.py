@@ -27,8 +27,9 @@ from .agent_model import AGENT_MODEL_ID, AgentModel
 from .app import create_app
 from .limits import RequestGate, ServerLimits
 from .models import BadReplyRequest, ChatClientModel, ReplyEnd, ReplyError, ServedModel, served_models
+from .origins import OriginPolicy
 from .run import LOOPBACK, base_url, bind_socket, run, serve_in_thread
 
 __all__ = ["AGENT_MODEL_ID", "LOOPBACK", "AgentModel", "BadReplyRequest", "ChatClientModel", "ReplyEnd",
-           "ReplyError", "RequestGate", "ServedModel", "ServerLimits", "base_url", "bind_socket",
+           "OriginPolicy", "ReplyError", "RequestGate", "ServedModel", "ServerLimits", "base_url", "bind_socket",
            "create_app", "run", "serve_in_thread", "served_models"]

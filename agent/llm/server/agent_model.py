@@ -31,6 +31,8 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agent.errors import FactweaveError
+from agent.pipeline.conversation import check_question
 from agent.pipeline.grounding import DONT_KNOW
 
 from .models import BadReplyRequest, ReplyEnd, ReplyPiece
@@ -65,6 +67,10 @@ class AgentModel:
         question, history = request.conversation()
         if not question:
             raise BadReplyRequest("messages: no user message with text to answer")
+        try:
+            check_question(question)
+        except FactweaveError as exc:
+            raise BadReplyRequest(f"messages: {exc}") from None
         content = ""
         starts: dict[int, int] = {}  # attempt number -> where its text starts in content
         final: dict[str, Any] | None = None

@@ -1,6 +1,7 @@
 """The FastAPI app: ``GET /v1/models`` and ``POST /v1/chat/completions`` over any set of models.
 
-Checks, in order: the bearer key (401), the body size (413, before parsing), the body (400),
+Checks, in order: the request's ``Host``, ``Origin`` and content type (403/415, :mod:`.origins`:
+no web page the user visits can drive the server), the bearer key (401), the body size (413, before parsing), the body (400),
 the model (404 ``model_not_found``, naming the served ids), room to generate (429 with
 Retry-After). Errors have OpenAI's error body, so SDKs raise their usual exceptions.
 """
@@ -25,16 +26,18 @@ from agent.errors import FactweaveError, first_validation_error
 from . import wire
 from .limits import RequestGate, ServerLimits, read_body
 from .models import ReplyEnd, ReplyError, served_models
+from .origins import OriginGuard, OriginPolicy
 from .worker import Generation
 
 log = logging.getLogger(__name__)
 
 
 def create_app(models: Any, api_key: str | None = None, *, limits: ServerLimits | None = None,
-               default_max_tokens: int = 256) -> FastAPI:
+               default_max_tokens: int = 256, origins: OriginPolicy | None = None) -> FastAPI:
     """A FastAPI app serving ``models``: one or several :class:`~agent.llm.client.ChatClient`,
     :class:`~agent.pipeline.FactAgent` or :class:`ServedModel`; a request without ``model`` gets
-    the first. With ``api_key`` every request needs that bearer key.
+    the first. With ``api_key`` every request needs that bearer key. ``origins``: the host names
+    and web-page origins allowed beyond loopback (:class:`~.origins.OriginPolicy`).
 
     Example::
 
@@ -48,6 +51,13 @@ def create_app(models: Any, api_key: str | None = None, *, limits: ServerLimits 
     app = FastAPI(title="factweave OpenAI-compatible server", docs_url=None, redoc_url=None,
                   openapi_url=None)
     app.state.models, app.state.gate, app.state.limits = served, gate, limits
+    origins = origins or OriginPolicy()
+    if origins.cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(origins.cors_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["authorization", "content-type"])
+    app.add_middleware(OriginGuard, policy=origins)  # added last: runs first
     created = int(time.time())
 
     def check_key(request: Request) -> None:

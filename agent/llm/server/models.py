@@ -92,8 +92,9 @@ class ServedModel(Protocol):
 class ChatClientModel:
     """A :class:`ChatClient` served as is: the whole conversation in, its reply out.
 
-    The reply comes in one piece (``ChatClient.complete`` is not incremental); token counts
-    are not known to a plain client, so ``usage`` reports zeros.
+    The reply comes in one piece (``ChatClient.complete`` is not incremental). A local model
+    (one with ``complete_counted``) stops when its client goes away and reports its token
+    counts in ``usage``; a remote client's counts are not known, so its ``usage`` is zeros.
 
     Example::
 
@@ -105,13 +106,17 @@ class ChatClientModel:
         self.default_max_tokens = default_max_tokens
 
     def reply(self, request: ChatRequest, stop: threading.Event) -> Iterator[ReplyPiece]:
-        yield self.client.complete(
-            request.plain_messages(),
-            max_tokens=request.max_completion_tokens or request.max_tokens or self.default_max_tokens,
-            temperature=request.temperature or 0.0,
-            stop=request.stop_strings(),
-        )
-        yield ReplyEnd()
+        asked = {"max_tokens": request.max_completion_tokens or request.max_tokens or self.default_max_tokens,
+                 "temperature": request.temperature or 0.0, "stop": request.stop_strings()}
+        counted = getattr(self.client, "complete_counted", None)
+        if counted is None:
+            yield self.client.complete(request.plain_messages(), **asked)
+            yield ReplyEnd()
+            return
+        reply = counted(request.plain_messages(), cancel=stop, **asked)
+        yield reply.text
+        yield ReplyEnd(finish_reason=reply.finish_reason, prompt_tokens=reply.prompt_tokens,
+                       completion_tokens=reply.completion_tokens, stopped=reply.cancelled)
 
 
 def served_models(models: Any, default_max_tokens: int = 256) -> dict[str, ServedModel]:

@@ -12,6 +12,7 @@ from agent.errors import FactweaveError
 
 from .app import create_app
 from .limits import ServerLimits
+from .origins import OriginPolicy
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +45,18 @@ def base_url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}/v1"
 
 
-def _server(models: Any, api_key: str | None, limits: ServerLimits | None, log_level: str) -> Any:
+def _server(models: Any, api_key: str | None, limits: ServerLimits | None, log_level: str,
+            origins: OriginPolicy | None = None) -> Any:
     import uvicorn
 
-    config = uvicorn.Config(create_app(models, api_key, limits=limits), log_level=log_level,
+    config = uvicorn.Config(create_app(models, api_key, limits=limits, origins=origins), log_level=log_level,
                             access_log=log_level == "info", lifespan="off", timeout_graceful_shutdown=2)
     return uvicorn.Server(config)
 
 
 def serve_in_thread(models: Any, host: str = LOOPBACK, port: int = 0, *, api_key: str | None = None,
-                    limits: ServerLimits | None = None) -> tuple[str, Callable[[], None]]:
+                    limits: ServerLimits | None = None,
+                    origins: OriginPolicy | None = None) -> tuple[str, Callable[[], None]]:
     """Serve ``models`` (see :func:`create_app`) from a daemon thread; return its ``base_url``
     (``.../v1``) and a function that stops it. ``port=0`` picks a free port. Returns once the
     server accepts connections.
@@ -69,7 +72,7 @@ def serve_in_thread(models: Any, host: str = LOOPBACK, port: int = 0, *, api_key
     warn_if_exposed(host, api_key)
     sock = bind_socket(host, port)
     try:
-        server = _server(models, api_key, limits, "warning")
+        server = _server(models, api_key, limits, "warning", origins)
     except BaseException:
         sock.close()
         raise
@@ -94,7 +97,8 @@ def serve_in_thread(models: Any, host: str = LOOPBACK, port: int = 0, *, api_key
 
 
 def run(models: Any, host: str = LOOPBACK, port: int = 8000, api_key: str | None = None, *,
-        limits: ServerLimits | None = None, sock: socket.socket | None = None) -> None:
+        limits: ServerLimits | None = None, sock: socket.socket | None = None,
+        origins: OriginPolicy | None = None) -> None:
     """Serve ``models`` in the foreground until interrupted (``factweave serve``, ``factweave llm
     serve``); ``sock``: an already bound socket (see :func:`bind_socket`).
 
@@ -105,7 +109,7 @@ def run(models: Any, host: str = LOOPBACK, port: int = 8000, api_key: str | None
     warn_if_exposed(host, api_key)
     sock = sock or bind_socket(host, port)
     try:
-        server = _server(models, api_key, limits, "info")
+        server = _server(models, api_key, limits, "info", origins)
         # uvicorn announces its address only for sockets it binds itself; say it in its format.
         logging.getLogger("uvicorn.error").info(
             "Serving %s at %s%s (Ctrl-C stops)", ", ".join(server.config.app.state.models), base_url(sock),

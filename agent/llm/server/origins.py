@@ -1,0 +1,129 @@
+"""Who may drive the server from a browser: the ``Host`` a request names, its ``Origin``, and the
+content type of what it posts.
+
+A web page the user visits can send a "simple" cross-site POST (``Content-Type: text/plain``)
+with no preflight, and with DNS rebinding it can even read the answer: its own domain resolves
+to 127.0.0.1, so the request reaches this server with ``Host: evil.example``. The checks, each a
+403 or 415 with OpenAI's error body:
+
+- **Host**: a loopback name (``localhost``, ``127.0.0.1``, ``::1``), any IP literal (a rebinding
+  attack always goes through a domain name), or a name the user allows (``--allow-host``; a
+  leading dot allows a domain's subdomains).
+- **Origin**: absent (SDKs, curl), the same origin as the request's host, or one the user allows
+  (``--cors-origin``; those also get CORS headers, preflight included, from Starlette's
+  ``CORSMiddleware``).
+- **Content type**: a POST to the API must say ``application/json``: the one type a foreign page
+  cannot send without a preflight.
+
+The chat UI (Gradio, which checks neither ``Host`` nor a foreign ``Origin`` when the ``Host`` is
+the page's own: measured on gradio 6.31) runs the same guard without the content-type rule.
+
+Example::
+
+    policy = OriginPolicy(allowed_hosts=("factweave.lan",), cors_origins=("http://localhost:3000",))
+    app.add_middleware(OriginGuard, policy=policy)
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from . import wire
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def host_name(value: str) -> str:
+    """The host part of a ``Host`` header or an origin's netloc, lowercased, without port or
+    brackets (``[::1]:8000`` -> ``::1``)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _origin(value: str) -> str:
+    """``scheme://host[:port]`` of an origin, lowercased (what browsers send, normalised)."""
+    parts = urlsplit(value.strip().lower())
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else value.strip().lower()
+
+
+@dataclass(frozen=True)
+class OriginPolicy:
+    """The names a request's ``Host`` may give beyond loopback and IP literals, and the origins
+    of the web pages that may call the server (CORS)."""
+
+    allowed_hosts: tuple[str, ...] = ()
+    cors_origins: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = ()) -> OriginPolicy:
+        return cls(tuple(host_name(h) for h in allowed_hosts if h.strip()),
+                   tuple(_origin(o) for o in cors_origins if o.strip()))
+
+    def host_refused(self, host: str | None) -> str | None:
+        """Why a request naming ``host`` is refused, or None."""
+        if not host:
+            return "a request must name its Host"
+        name = host_name(host)
+        if name in LOOPBACK_NAMES or _is_ip(name) or name in self.allowed_hosts:
+            return None
+        if any(a.startswith(".") and name.endswith(a) for a in self.allowed_hosts):  # ".example.org": its subdomains
+            return None
+        return (f"Host {name!r} is not served here (loopback names and IP addresses are; "
+                "allow a name with --allow-host)")
+
+    def origin_refused(self, origin: str | None, host: str | None) -> str | None:
+        """Why a request from a page of ``origin`` is refused, or None (no ``Origin``: not a browser
+        page; the page's own origin; an allowed one)."""
+        if origin is None:
+            return None
+        wanted = _origin(origin)
+        if wanted in self.cors_origins or "*" in self.cors_origins:
+            return None
+        netloc = urlsplit(wanted).netloc
+        if host and netloc == host.strip().lower():
+            return None
+        return f"requests from the web page origin {wanted!r} are refused (allow it with --cors-origin)"
+
+
+class OriginGuard:
+    """ASGI middleware applying an :class:`OriginPolicy` before anything else reads the request;
+    ``json_posts``: a POST must say ``application/json`` (the API; not a UI that uploads files)."""
+
+    def __init__(self, app, policy: OriginPolicy, json_posts: bool = True) -> None:
+        self.app, self.policy, self.json_posts = app, policy, json_posts
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        host, origin = headers.get("host"), headers.get("origin")
+        why = self.policy.host_refused(host) or self.policy.origin_refused(origin, host)
+        status = 403
+        if why is None and self.json_posts and scope.get("method") == "POST":
+            media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if media != "application/json":
+                why, status = f"Content-Type must be application/json, not {media or 'none'!r}", 415
+        if why is None:
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(wire.error_body(why, "invalid_request_error", code="forbidden_origin"
+                                          if status == 403 else "unsupported_media_type")).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
