@@ -31,7 +31,7 @@ $(VENV)/.installed-demo: $(VENV)/.installed-default
 
 install-demo: $(VENV)/.installed-demo
 
-# The chat UI on http://127.0.0.1:7860 over the demo knowledge (UI_ARGS: e.g. --port 8080 --auth me:secret).
+# The chat UI on http://127.0.0.1:7860 over the demo knowledge (UI_ARGS: e.g. --port 8080 --auth-file login).
 demo: install-demo
 	$(VENV)/bin/factweave ui $(UI_ARGS)
 

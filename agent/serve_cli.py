@@ -22,8 +22,10 @@ from .cli_options import agent_options
 @click.option("--cors-origin", "cors_origins", multiple=True,
               help="A web-page origin that may call the server, e.g. http://localhost:3000 (repeatable); "
                    "requests from other pages get HTTP 403.")
+@click.option("--insecure", is_flag=True, help="Listen beyond loopback without FACTWEAVE_API_KEY (anyone who reaches "
+              "the port can use the model).")
 def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurrency, max_queue,
-                  max_request_bytes, allowed_hosts, cors_origins) -> None:
+                  max_request_bytes, allowed_hosts, cors_origins, insecure) -> None:
     """Serve the agent (model `factweave`) and the plain local model (model id: its name) at
     /v1/chat/completions and /v1/models; any OpenAI client works. Clients must send the bearer
     key in FACTWEAVE_API_KEY when it is set.
@@ -39,6 +41,7 @@ def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurre
     """
     from .llm.client import LocalChat
     from .llm.server import OriginPolicy, ServerLimits, bind_socket, run
+    from .llm.server.run import refuse_if_exposed
     from .runtime import load_settings_model, open_agent
     from .settings import load_settings
 
@@ -47,13 +50,14 @@ def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurre
                              max_request_bytes=max_request_bytes, allowed_hosts=list(allowed_hosts) or None,
                              cors_origins=list(cors_origins) or None)
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
-    # Bind first: a port in use fails in one line before the model spends time loading.
+    # Refuse an exposed bind and bind first: both fail in one line before the model loads.
+    refuse_if_exposed(settings.host, api_key, insecure)
     sock = bind_socket(settings.host, settings.port)
     try:
         loaded = load_settings_model(settings)
         with open_agent(settings, loaded=loaded) as fact_agent:
             run([fact_agent, LocalChat(loaded)], settings.host, settings.port, api_key,
                 limits=ServerLimits.from_settings(settings), sock=sock,
-                origins=OriginPolicy.of(settings.allowed_hosts, settings.cors_origins))
+                origins=OriginPolicy.of(settings.allowed_hosts, settings.cors_origins), insecure=insecure)
     finally:
         sock.close()

@@ -44,8 +44,22 @@ def test_ui_share_without_a_login_is_refused_before_anything_loads(tmp_path):
     done = run("ui", "--share", cache=tmp_path, check=False)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
-        "Error: --share publishes this UI on a public gradio.live link: give --auth USER:PASSWORD "
-        "(or FACTWEAVE_UI_AUTH) too"]
+        "Error: --share publishes this UI on a public gradio.live link: give a login too "
+        "(--auth-file FILE or FACTWEAVE_UI_AUTH=USER:PASSWORD)"]
+
+
+def test_ui_beyond_loopback_needs_a_login_and_reads_it_from_a_file_not_argv(tmp_path):
+    """An exposed bind without a login is refused before anything loads (unless --insecure); the
+    login comes from a file or the environment, never the command line."""
+    done = run("ui", "--host", "0.0.0.0", cache=tmp_path, check=False)
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        "Error: listening on 0.0.0.0 without a login lets anyone who reaches the port use the model and change "
+        "the knowledge: give --auth-file FILE or FACTWEAVE_UI_AUTH=USER:PASSWORD (or --insecure)"]
+    assert "--auth " not in run("ui", "--help", cache=tmp_path).stdout
+    login = tmp_path / "login"
+    login.write_text("me-without-a-colon\n")
+    done = run("ui", "--host", "0.0.0.0", "--auth-file", str(login), cache=tmp_path, check=False)
+    assert done.returncode == 1 and done.stderr.strip() == f"Error: {login}: expected USER:PASSWORD"
 
 
 def test_models_lists_presets_with_packages(tmp_path):

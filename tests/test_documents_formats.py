@@ -287,3 +287,35 @@ def test_web_keeps_page_and_heading(tmp_path, open_web):
     assert linux.source.startswith("Setup guide, Install > Linux [")
     stored = {f.text: f.source for f in web.facts()}  # the fact index's view keeps them too
     assert stored["The lamp of Quillon Vale was designed by Asha Merrow."].startswith("report, page 2 [")
+
+
+def test_pdf_and_docx_bombs_are_refused_in_one_line_before_they_are_unpacked(tmp_path, monkeypatch):
+    """Files small on disk made to exhaust memory or time: a PDF of 2,001 (blank) pages, a PDF
+    whose text is over the budget, a DOCX whose document part inflates 1000x."""
+    import time
+
+    from pypdf import PdfWriter
+
+    from agent.web import converters
+
+    many = tmp_path / "many.pdf"
+    writer = PdfWriter()
+    for _ in range(converters.MAX_PDF_PAGES + 1):
+        writer.add_blank_page(200, 200)
+    writer.write(many)
+    with pytest.raises(InputError, match=r"many.pdf: 2,001 pages: over the 2,000 pages one PDF may have"):
+        list(read_documents([many]))
+    monkeypatch.setattr(converters, "MAX_TEXT_CHARS", 100)  # a budget the second page below passes
+    with pytest.raises(InputError, match=r"report.pdf: more than 100 characters of text by page 2"):
+        list(read_documents([make_pdf(tmp_path / "report.pdf", [PAGE_ONE, PAGE_TWO])]))
+    bomb = tmp_path / "bomb.docx"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", "<w:document>" + " " * 10_000_000 + "</w:document>")
+    assert bomb.stat().st_size < 100_000
+    started = time.perf_counter()
+    with pytest.raises(InputError, match=r"bomb.docx: its parts unpack to 10,000,\d+ bytes .*over the budget"):
+        list(read_documents([bomb]))
+    assert time.perf_counter() - started < 5  # refused from the zip's directory, nothing inflated
+    (doc,) = read_documents([make_docx(tmp_path / "fine.docx")])  # an ordinary DOCX is read as before
+    assert doc.text

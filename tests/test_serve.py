@@ -330,6 +330,7 @@ def test_gate_runs_queues_and_refuses_within_its_limits():
 def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("FACTWEAVE_CONFIG", None)
+    env.pop("FACTWEAVE_API_KEY", None)
     return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=300, check=False)
 
@@ -348,6 +349,12 @@ def test_serve_help_and_a_taken_port_in_one_line(tmp_path):
         out = _cli("serve", "--model", "smollm2-135m", "--port", str(port), cwd=tmp_path)
     assert out.returncode == 1
     assert out.stderr.strip() == f"Error: cannot listen on 127.0.0.1:{port}: Address already in use", out.stderr
+    # Beyond loopback without a key: refused before anything loads, unless the user says --insecure.
+    out = _cli("serve", "--model", "smollm2-135m", "--host", "0.0.0.0", "--port", str(port), cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.strip() == (
+        "Error: serving on 0.0.0.0 without an API key lets anyone who reaches the port use the model: set "
+        "FACTWEAVE_API_KEY (or give --insecure)"), out.stderr
+    assert "--insecure" in out.stdout + _cli("serve", "--help", cwd=tmp_path).stdout
 
 
 # --- a conversation through the server -----------------------------------------------------------

@@ -338,6 +338,42 @@ def test_an_upload_that_fails_at_any_stage_is_completed_by_the_next_start(ui_run
 
 
 @pytest.mark.model
+def test_an_upload_recovery_that_cannot_be_applied_never_blocks_later_changes(ui_runtime, tmp_path, caplog):
+    """A pending upload emptied by a kill inside its removal, one over a lowered size limit, one
+    with a stray entry: each start and the next upload go on (the unreadable one is moved to
+    uploads/quarantine/ with a line saying so), and the next upload is added."""
+    import shutil
+
+    from ui.runtime import UIRuntime
+
+    caplog.set_level("WARNING", logger="ui.runtime")
+    pending = ui_runtime.uploads_dir / "pending"
+    quarantine = ui_runtime.uploads_dir / "quarantine"
+    big = tmp_path / "big.tsv"
+    big.write_text("Quillon Dock\tbuilt by\tAsha Merrow\n" * 4000)  # ~150 kB
+    cases = {"emptied": lambda: pending.mkdir(parents=True),
+             "over the limit": lambda: (pending / "0").mkdir(parents=True) or shutil.copy(big, pending / "0"),
+             "a stray entry": lambda: (pending / "notes").mkdir(parents=True)}
+    for i, (case, make) in enumerate(cases.items()):
+        shutil.rmtree(pending, ignore_errors=True)
+        make()
+        seen_before = set(quarantine.iterdir()) if quarantine.exists() else set()
+        with UIRuntime(ui_runtime.settings, loaded=ui_runtime.loaded, web=ui_runtime.web, progress=False,
+                       max_upload_bytes=64 * 1024) as runtime:
+            assert not pending.exists(), case  # the start made progress
+            moved = set(quarantine.iterdir()) - seen_before if quarantine.exists() else set()
+            assert len(moved) == (0 if case == "emptied" else 1), case
+            assert ("cannot be read again" in caplog.text) == (case != "emptied"), case
+            caplog.clear()
+            (pending / "x").mkdir(parents=True)  # and again, now before an upload
+            triples = tmp_path / f"later-{i}.tsv"
+            triples.write_text(f"Quillon Dock {i}\tbuilt by\tAsha Merrow\n")
+            report = runtime.add_files([triples])
+            assert report["new_facts"] == 1 and not pending.exists(), case
+            runtime.remove_sources([triples.name])
+
+
+@pytest.mark.model
 def test_two_answers_run_at_once(ui_runtime):
     """With --concurrency 2 two sessions' answers progress together: the second one's events come
     while the first answer is still open (one lock spanning a whole answer made it wait)."""

@@ -1,20 +1,33 @@
 """``factweave ui``: the chat UI on 127.0.0.1."""
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import click
 
 from agent.cli_options import agent_options
 from agent.errors import FactweaveError
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
-def _auth(value: str | None) -> tuple[str, str] | None:
-    if value is None:
-        return None
+
+def _auth(path: Path | None) -> tuple[str, str] | None:
+    """The login: ``USER:PASSWORD`` from the file ``path``, else from FACTWEAVE_UI_AUTH (never
+    from the command line, where every user of the machine can read it in the process list)."""
+    if path is not None:
+        try:
+            value, where = path.read_text(encoding="utf-8").strip(), str(path)
+        except OSError as exc:
+            raise FactweaveError(f"--auth-file {path}: {exc.strerror or exc}") from None
+    else:
+        value, where = os.environ.get("FACTWEAVE_UI_AUTH", ""), "FACTWEAVE_UI_AUTH"
+        if not value:
+            return None
     user, sep, password = value.partition(":")
     if not sep or not user or not password:
-        raise click.BadParameter("expected USER:PASSWORD", param_hint="--auth")
+        raise FactweaveError(f"{where}: expected USER:PASSWORD")
     return user, password
 
 
@@ -26,14 +39,16 @@ def _auth(value: str | None) -> tuple[str, str] | None:
               help="A host name the browser may use beyond loopback and IP addresses (repeatable).")
 @click.option("--share", is_flag=True, help="Also publish a temporary public gradio.live link (needs internet and "
               "--auth).")
-@click.option("--auth", default=None, metavar="USER:PASSWORD", help="Require this login (or set FACTWEAVE_UI_AUTH).",
-              envvar="FACTWEAVE_UI_AUTH")
+@click.option("--auth-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Require the login USER:PASSWORD written in this file (or set FACTWEAVE_UI_AUTH).")
+@click.option("--insecure", is_flag=True, help="Listen beyond loopback without a login (anyone who reaches the port "
+              "can use the model and change the knowledge).")
 @click.option("--concurrency", type=click.IntRange(1, 8), default=2, show_default=True,
               help="Questions answered at once; more wait in the queue.")
 @click.option("--max-upload-mb", type=click.IntRange(1, 2048), default=20, show_default=True,
               help="Largest uploaded file.")
-def ui_command(config, model, web_dir, tree, rerank, host, port, allowed_hosts, share, auth, concurrency,
-               max_upload_mb) -> None:
+def ui_command(config, model, web_dir, tree, rerank, host, port, allowed_hosts, share, auth_file, insecure,
+               concurrency, max_upload_mb) -> None:
     """Chat with the agent in the browser: answers stream with every constrained fact
     highlighted and traceable to its source; upload knowledge; choose tree mode, beams, model.
 
@@ -42,20 +57,21 @@ def ui_command(config, model, web_dir, tree, rerank, host, port, allowed_hosts, 
     \b
     Example:
       factweave ui                                 # http://127.0.0.1:7860, demo knowledge
-      factweave ui --model smollm2-135m --port 8080 --auth me:secret
+      FACTWEAVE_UI_AUTH=me:secret factweave ui --model smollm2-135m --host 0.0.0.0
     """
     from agent.settings import load_settings
 
     from .app import build_ui, demo_examples, launch
     from .runtime import UIRuntime
 
-    credentials = _auth(auth)
+    credentials = _auth(auth_file)
     if share and credentials is None:
-        raise FactweaveError("--share publishes this UI on a public gradio.live link: give --auth USER:PASSWORD "
-                             "(or FACTWEAVE_UI_AUTH) too")
-    if host not in ("127.0.0.1", "localhost", "::1") and credentials is None:
-        print(f"Warning: listening on {host} without --auth: anyone who can reach this port can use the model "
-              "and add knowledge.", file=sys.stderr)
+        raise FactweaveError("--share publishes this UI on a public gradio.live link: give a login too "
+                             "(--auth-file FILE or FACTWEAVE_UI_AUTH=USER:PASSWORD)")
+    if host not in LOOPBACK and credentials is None and not insecure:
+        raise FactweaveError(f"listening on {host} without a login lets anyone who reaches the port use the model "
+                             "and change the knowledge: give --auth-file FILE or FACTWEAVE_UI_AUTH=USER:PASSWORD "
+                             "(or --insecure)")
     settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank)
     limit = max_upload_mb * 1024 * 1024
     print(f"Opening {settings.model} and the knowledge web (first use: model conversion and the demo web, a few "

@@ -287,14 +287,35 @@ class UIRuntime:
         shutil.rmtree(self._pending_dir, ignore_errors=True)
 
     def _finish_pending(self, progress: Progress = _no_progress) -> dict[str, Any] | None:
-        """Apply again an upload that was cut short (see above); its report, or None if none was."""
+        """Apply again an upload that was cut short (see above); its report, or None if none was.
+        Recovery always makes progress: a pending upload that cannot be read again (emptied by a
+        kill inside its removal, over a lowered size limit, a stray entry) never will be, so it is
+        moved to ``uploads/quarantine/`` with one line saying so, and later changes go on."""
         folder = self._pending_dir
         if not folder.is_dir():
             return None
-        paths = [f for sub in sorted(folder.iterdir(), key=lambda p: int(p.name)) for f in sub.iterdir()]
-        report = self._apply(read_uploads(paths, max_bytes=self.max_upload_bytes), progress)
+        try:
+            paths = _pending_files(folder)
+            batch = read_uploads(paths, max_bytes=self.max_upload_bytes) if paths else None
+        except (FactweaveError, OSError, ValueError) as exc:
+            where = self._quarantine(folder)
+            log.warning("an upload cut short cannot be read again (%s): moved to %s; upload its files again",
+                        _brief(exc), where)
+            return {"quarantined": str(where), "why": _brief(exc)}
+        if batch is None:  # nothing in it: a kill inside its removal
+            self._drop_pending()
+            return None
+        report = self._apply(batch, progress)
         self._drop_pending()
         return report
+
+    def _quarantine(self, folder: Path) -> Path:
+        target = self.uploads_dir / "quarantine" / time.strftime("%Y%m%d-%H%M%S")
+        while target.exists():
+            target = target.with_name(target.name + "-1")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(folder, target)
+        return target
 
     def _apply(self, batch: Any, progress: Progress) -> dict[str, Any]:
         from agent.web.decompose import LLMDecomposer, SentenceDecomposer
@@ -451,6 +472,16 @@ def _base_key(generator: Any) -> int:
 
 def _brief(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+def _pending_files(folder: Path) -> list[Path]:
+    """The files of a pending upload, in upload order (one numbered folder per file); anything
+    else in it is an error."""
+    entries = sorted(folder.iterdir(), key=lambda p: (len(p.name), p.name))
+    stray = [p.name for p in entries if not (p.is_dir() and p.name.isdigit())]
+    if stray:
+        raise ValueError(f"unexpected entries in {folder}: {', '.join(stray[:3])}")
+    return [f for sub in entries for f in sorted(sub.iterdir())]
 
 
 def check_question(question: str) -> str:

@@ -26,7 +26,9 @@ def llm_group() -> None:
               help="A host name requests may name beyond loopback and IP addresses (repeatable).")
 @click.option("--cors-origin", "cors_origins", multiple=True,
               help="A web-page origin that may call the server (repeatable); other pages get HTTP 403.")
-def llm_serve(model, host, port, api_key_env, allowed_hosts, cors_origins) -> None:
+@click.option("--insecure", is_flag=True, help="Listen beyond loopback without a key (anyone who reaches the port "
+              "can use the model).")
+def llm_serve(model, host, port, api_key_env, allowed_hosts, cors_origins, insecure) -> None:
     """Serve the local model at /v1/chat/completions and /v1/models (any OpenAI client works).
 
     \b
@@ -36,6 +38,9 @@ def llm_serve(model, host, port, api_key_env, allowed_hosts, cors_origins) -> No
     """
     from .client import LocalChat
     from .server import OriginPolicy, run
+    from .server.run import refuse_if_exposed
 
-    run(LocalChat(model), host=host, port=port, api_key=os.environ.get(api_key_env) or None,
-        origins=OriginPolicy.of(allowed_hosts, cors_origins))
+    api_key = os.environ.get(api_key_env) or None
+    refuse_if_exposed(host, api_key, insecure)  # before the model loads
+    run(LocalChat(model), host=host, port=port, api_key=api_key, origins=OriginPolicy.of(allowed_hosts, cors_origins),
+        insecure=insecure)

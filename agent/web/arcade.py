@@ -111,6 +111,13 @@ def _read_or_create_password(folder: Path) -> str:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(password)
+        handle.flush()
+        os.fsync(handle.fileno())  # on disk before the server creates its root user with it
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # and its name too
+    finally:
+        os.close(dir_fd)
     return password
 
 

@@ -40,6 +40,13 @@ installed with everything pulled in, and MB new to factweave's own dependencies)
 A file a library cannot read (corrupt, truncated, another format under the suffix) is an
 :class:`~agent.errors.InputError` naming the file in one line, never a traceback; a PDF without a
 text layer (a scan) says so and says to OCR it first.
+
+**Budgets** against files made to exhaust memory or time (a "bomb" small on disk): a PDF of more
+than :data:`MAX_PDF_PAGES` pages or more than :data:`MAX_TEXT_CHARS` characters of text is
+refused (pages are counted before any is read; pypdf >= 6 itself caps what one FlateDecode
+stream may inflate to); a DOCX whose parts would unpack to more than :data:`MAX_DOCX_UNPACKED`
+bytes, or more than :data:`MAX_DOCX_RATIO` times their packed size, is refused from its zip
+directory before anything is unpacked.
 """
 from __future__ import annotations
 
@@ -59,6 +66,11 @@ BOILERPLATE = ("head", "script", "style", "noscript", "template", "nav", "header
 PLAIN = ("a", "img", "em", "i", "strong", "b", "u", "span")
 #: Between two pages' text: a blank line, so no sentence is glued across a page break.
 PAGE_BREAK = "\n\n"
+#: The budgets (see the module docstring).
+MAX_PDF_PAGES = 2000
+MAX_TEXT_CHARS = 20_000_000
+MAX_DOCX_UNPACKED = 64 * 1024 * 1024
+MAX_DOCX_RATIO = 200
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,17 @@ def read_pdf(path: Path) -> Converted:
         reader = PdfReader(path)
         if reader.is_encrypted and not reader.decrypt(""):
             raise InputError(path, None, "encrypted PDF: remove its password first")
-        texts = [page.extract_text() or "" for page in reader.pages]
+        count = len(reader.pages)
+        if count > MAX_PDF_PAGES:
+            raise InputError(path, None, f"{count:,} pages: over the {MAX_PDF_PAGES:,} pages one PDF may have; "
+                                         "split it")
+        texts, size = [], 0
+        for page in reader.pages:
+            texts.append(page.extract_text() or "")
+            size += len(texts[-1])
+            if size > MAX_TEXT_CHARS:
+                raise InputError(path, None, f"more than {MAX_TEXT_CHARS:,} characters of text by page "
+                                             f"{len(texts)}: over the budget of one file; split it")
     except FactweaveError:
         raise
     except Exception as error:  # a corrupt file can fail anywhere inside the parser
@@ -130,6 +152,7 @@ def read_docx(path: Path) -> Converted:
     import mammoth
 
     no_images = mammoth.images.img_element(lambda image: {})
+    _check_zip_budget(path)
     try:
         with path.open("rb") as f:
             html = mammoth.convert_to_html(f, convert_image=no_images).value
@@ -137,3 +160,21 @@ def read_docx(path: Path) -> Converted:
     except Exception as error:  # not a zip, or a zip without word/document.xml, ...
         raise _unreadable(path, "DOCX", error) from None
     return Converted(None, text)
+
+
+def _check_zip_budget(path: Path) -> None:
+    """Refuse a DOCX whose parts would unpack beyond the budgets, read from the zip's directory
+    (nothing is inflated); a file that is no zip is left to the reader's own error."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError):
+        return
+    unpacked = sum(i.file_size for i in infos)
+    packed = max(1, sum(i.compress_size for i in infos))
+    if unpacked > MAX_DOCX_UNPACKED or unpacked > MAX_DOCX_RATIO * packed:
+        raise InputError(path, None, f"its parts unpack to {unpacked:,} bytes ({unpacked // packed:,}x their packed "
+                                     f"size): over the budget of one DOCX ({MAX_DOCX_UNPACKED:,} bytes, "
+                                     f"{MAX_DOCX_RATIO}x)")

@@ -20,9 +20,15 @@ LOOPBACK = "127.0.0.1"
 _STARTUP_TIMEOUT_S = 10.0
 
 
-def warn_if_exposed(host: str, api_key: str | None) -> None:
-    if host not in (LOOPBACK, "localhost", "::1") and api_key is None:
-        log.warning("serving on %s without an API key: anyone who reaches it can use the model", host)
+def refuse_if_exposed(host: str, api_key: str | None, insecure: bool = False) -> None:
+    """A bind beyond loopback without a bearer key is refused (one line) unless ``insecure``:
+    anyone who reaches the port could use the model."""
+    if host in (LOOPBACK, "localhost", "::1") or api_key is not None:
+        return
+    if not insecure:
+        raise FactweaveError(f"serving on {host} without an API key lets anyone who reaches the port use the model: "
+                             "set FACTWEAVE_API_KEY (or give --insecure)")
+    log.warning("serving on %s without an API key (--insecure): anyone who reaches it can use the model", host)
 
 
 def bind_socket(host: str = LOOPBACK, port: int = 0) -> socket.socket:
@@ -55,8 +61,8 @@ def _server(models: Any, api_key: str | None, limits: ServerLimits | None, log_l
 
 
 def serve_in_thread(models: Any, host: str = LOOPBACK, port: int = 0, *, api_key: str | None = None,
-                    limits: ServerLimits | None = None,
-                    origins: OriginPolicy | None = None) -> tuple[str, Callable[[], None]]:
+                    limits: ServerLimits | None = None, origins: OriginPolicy | None = None,
+                    insecure: bool = False) -> tuple[str, Callable[[], None]]:
     """Serve ``models`` (see :func:`create_app`) from a daemon thread; return its ``base_url``
     (``.../v1``) and a function that stops it. ``port=0`` picks a free port. Returns once the
     server accepts connections.
@@ -69,7 +75,7 @@ def serve_in_thread(models: Any, host: str = LOOPBACK, port: int = 0, *, api_key
         finally:
             stop()
     """
-    warn_if_exposed(host, api_key)
+    refuse_if_exposed(host, api_key, insecure)
     sock = bind_socket(host, port)
     try:
         server = _server(models, api_key, limits, "warning", origins)
@@ -98,7 +104,7 @@ def serve_in_thread(models: Any, host: str = LOOPBACK, port: int = 0, *, api_key
 
 def run(models: Any, host: str = LOOPBACK, port: int = 8000, api_key: str | None = None, *,
         limits: ServerLimits | None = None, sock: socket.socket | None = None,
-        origins: OriginPolicy | None = None) -> None:
+        origins: OriginPolicy | None = None, insecure: bool = False) -> None:
     """Serve ``models`` in the foreground until interrupted (``factweave serve``, ``factweave llm
     serve``); ``sock``: an already bound socket (see :func:`bind_socket`).
 
@@ -106,7 +112,7 @@ def run(models: Any, host: str = LOOPBACK, port: int = 8000, api_key: str | None
 
         run(LocalChat("qwen2.5-coder-0.5b"), port=8000, api_key=os.environ.get("FACTWEAVE_API_KEY"))
     """
-    warn_if_exposed(host, api_key)
+    refuse_if_exposed(host, api_key, insecure)
     sock = sock or bind_socket(host, port)
     try:
         server = _server(models, api_key, limits, "info", origins)
