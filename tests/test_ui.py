@@ -374,6 +374,53 @@ def test_an_upload_recovery_that_cannot_be_applied_never_blocks_later_changes(ui
 
 
 @pytest.mark.model
+def test_a_removal_cut_short_at_any_step_stays_removed_after_the_next_start(ui_runtime, tmp_path):
+    """A failure (as a kill leaves it) at each step of a removal: the uploaded facts, the web's
+    vectors, the web's graph. The next start finishes it: the facts are in no store (the fact
+    index overlay, facts.jsonl, the web's search) and the source is listed no more."""
+    from agent.knowledge.facts import verbalize
+    from ui.runtime import UIRuntime
+
+    opened: list[UIRuntime] = []
+
+    def start() -> UIRuntime:
+        opened.append(UIRuntime(ui_runtime.settings, loaded=ui_runtime.loaded, web=ui_runtime.web, progress=False))
+        return opened[-1]
+
+    try:
+        for stage in ("_store_uploaded", "fact_vectors", "graph"):
+            runtime = start()
+            name = stage.strip("_").replace("_", "-")
+            triples = tmp_path / f"gone-{name}.tsv"
+            triples.write_text(f"Quillon Dock {name}\tbuilt by\tAsha Merrow\n")
+            runtime.add_files([triples])
+            fact = verbalize(f"Quillon Dock {name}", "built by", "Asha Merrow")
+            assert fact in {f.text for f in runtime.generator.index.facts}
+            target = {"_store_uploaded": runtime, "fact_vectors": runtime.web.fact_vectors,
+                      "graph": runtime.web.graph}[stage]
+            method = "delete" if stage != "_store_uploaded" else stage
+            original = getattr(target, method)
+
+            def fail_once(*args, target=target, method=method, original=original, **kwargs):
+                setattr(target, method, original)
+                raise OSError(28, "No space left on device")
+
+            setattr(target, method, fail_once)
+            with pytest.raises(FactweaveError, match=r"the removal stopped"):
+                runtime.remove_sources([triples.name])
+            target.__dict__.pop(method, None)
+            again = start()  # the next start finishes the removal
+            assert fact not in {f.text for f in again.generator.index.facts}, stage
+            assert fact not in {f.text for f in again.uploaded_facts()}, stage
+            assert fact not in [h.text for h in again.web.search(f"Who built Quillon Dock {name}?", 5).hits], stage
+            assert triples.name not in {row["source"] for row in again.sources()}, stage
+            assert not (again.uploads_dir / "removing.json").exists(), stage
+    finally:
+        for runtime in opened:
+            runtime.close()
+
+
+@pytest.mark.model
 def test_two_answers_run_at_once(ui_runtime):
     """With --concurrency 2 two sessions' answers progress together: the second one's events come
     while the first answer is still open (one lock spanning a whole answer made it wait)."""

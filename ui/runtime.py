@@ -127,7 +127,8 @@ class UIRuntime:
             self._finish_removing()  # a removal cut short by a failure or a kill: complete it
         except Exception as exc:  # noqa: BLE001 - the UI starts anyway; the next change tries again
             log.warning("a removal cut short could not be completed yet (%s); the next change tries again", exc)
-        uploaded = self.uploaded_facts()
+        removing = self._removing_sources()  # still named when its completion failed: never stated again
+        uploaded = [fact for name, fact in self._uploaded() if name not in removing]
         if uploaded:
             self._extend_index(uploaded)
         try:
@@ -405,15 +406,26 @@ class UIRuntime:
         return self.uploads_dir / "removing.json"
 
     def _remove(self, names: list[str]) -> dict[str, Any]:
+        """Remove ``names`` from every store, idempotently (done again after a kill at any step):
+        the uploaded facts and the overlay first (they stop being stated at once), then the web,
+        whose own removal cut short is finished before what it still holds is asked."""
+        rows = self._uploaded()
+        kept = [(name, fact) for name, fact in rows if name not in names]
+        if len(kept) < len(rows):
+            self._store_uploaded(kept)
+        self.web.finish_removal()
         held = {row["source"] for row in self.web.sources()}
         in_web = [name for name in names if name in held]
         report: dict[str, Any] = self.web.remove(in_web).as_dict() if in_web else {"sources": names}
-        rows = self._uploaded()
-        kept = [(name, fact) for name, fact in rows if name not in names]
         report["uploaded_removed"] = len(rows) - len(kept)
-        if len(kept) < len(rows):
-            self._store_uploaded(kept)
         return report
+
+    def _removing_sources(self) -> set[str]:
+        path = self._removing_path
+        try:
+            return set(json.loads(path.read_text(encoding="utf-8"))["sources"]) if path.is_file() else set()
+        except (OSError, ValueError, KeyError, TypeError):
+            return set()
 
     def _finish_removing(self) -> dict[str, Any] | None:
         """Do again a removal that was cut short (see :meth:`remove_sources`); its report, or None."""

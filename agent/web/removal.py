@@ -145,6 +145,15 @@ def prune_sources(web: KnowledgeWeb, sources: Sequence[str], keep: Collection[st
     return _remove(web, plan)
 
 
+def finish_removal(web: KnowledgeWeb) -> RemoveReport | None:
+    """Finish a removal cut short (its journal is there); its report, or None. Call under the
+    web's write lock."""
+    report = _resume(web)
+    if report is not None:
+        report.resumed = True
+    return report
+
+
 def _resume(web: KnowledgeWeb) -> RemoveReport | None:
     """Finish a removal cut short (its journal is there); its report, or None."""
     journal = web.folder / JOURNAL

@@ -532,6 +532,14 @@ class KnowledgeWeb:
         with self.writing():
             return remove_sources(self, sources)
 
+    def finish_removal(self) -> Any:
+        """Finish a removal cut short (its journal is there; see :mod:`.removal`): its
+        ``RemoveReport``, or None when there was none."""
+        from .removal import finish_removal
+
+        with self.writing():
+            return finish_removal(self)
+
     def sources(self) -> list[dict[str, Any]]:
         """Every source with its documents and facts, by name (see :func:`.removal.source_counts`)."""
         from .removal import source_counts
