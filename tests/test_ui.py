@@ -421,6 +421,25 @@ def test_a_removal_cut_short_at_any_step_stays_removed_after_the_next_start(ui_r
 
 
 @pytest.mark.model
+def test_a_row_that_names_another_source_is_still_the_uploaded_files_and_goes_with_it(ui_runtime, tmp_path):
+    """A JSONL row's own ``source`` cannot forge provenance or escape Remove: the upload's facts
+    are the file's, listed and removed under its name."""
+    import json
+
+    rows = tmp_path / "claims.jsonl"
+    rows.write_text(json.dumps({"subject": "Quillon Forge", "predicate": "founded by", "object": "Asha Merrow",
+                                "source": "encyclopaedia-britannica"}) + "\n")
+    ui_runtime.add_files([rows])
+    sources = {row["source"] for row in ui_runtime.sources()}
+    assert "claims.jsonl" in sources and "encyclopaedia-britannica" not in sources
+    hit = next(h for h in ui_runtime.web.search("Who founded Quillon Forge?", 5).hits if "Quillon Forge" in h.text)
+    assert hit.source == "claims.jsonl:1"
+    ui_runtime.remove_sources(["claims.jsonl"])
+    assert not any("Quillon Forge" in h.text for h in ui_runtime.web.search("Who founded Quillon Forge?", 5).hits)
+    assert not any("Quillon Forge" in f.text for f in ui_runtime.uploaded_facts())
+
+
+@pytest.mark.model
 def test_two_answers_run_at_once(ui_runtime):
     """With --concurrency 2 two sessions' answers progress together: the second one's events come
     while the first answer is still open (one lock spanning a whole answer made it wait)."""

@@ -142,7 +142,9 @@ def read_uploads(paths: list[Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> Up
             raise FactweaveError(f"{path.name}: the file is empty")
         try:
             if kind_of(path) == "triples":
-                facts = list(load_facts(path))
+                # The upload's provenance is the file: a row cannot name another source (removing
+                # the file goes by it).
+                facts = list(load_facts(path, row_sources=False))
                 if not facts:
                     raise FactweaveError(f"{path.name}: no triples in the file")
                 batch.triples[path.name] = facts

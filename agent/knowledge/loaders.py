@@ -58,9 +58,11 @@ def read_tsv(path: str | Path) -> Iterator[Fact]:
         yield checked_fact(*fields, source=f"{path.name}:{line_number}", path=path, line=line_number)
 
 
-def read_jsonl(path: str | Path) -> Iterator[Fact]:
+def read_jsonl(path: str | Path, *, row_sources: bool = True) -> Iterator[Fact]:
     """Yield a fact per JSON object line with string keys ``subject``, ``predicate``, ``object``
-    and optionally ``source``; blank lines are skipped, anything else is an :class:`InputError`."""
+    and optionally ``source``; blank lines are skipped, anything else is an :class:`InputError`.
+    ``row_sources=False``: a row's own ``source`` is checked but not used, every fact's source is
+    the file's line (an upload: its provenance, and what removing the file goes by, is the file)."""
     path = Path(path)
     for line_number, row in json_objects(path):
         for key in _JSON_KEYS:
@@ -73,6 +75,8 @@ def read_jsonl(path: str | Path) -> Iterator[Fact]:
         if not isinstance(source, str):
             kind = type(source).__name__
             raise InputError(path, line_number, f"key 'source' must be a string, got {kind}")
+        if not row_sources:
+            source = f"{path.name}:{line_number}"
         subject, predicate, obj = (row[key] for key in _JSON_KEYS)
         yield checked_fact(subject, predicate, obj, source=source, path=path, line=line_number)
 
@@ -102,14 +106,15 @@ def _with_inverses(facts: Iterable[Fact]) -> Iterator[Fact]:
 
 
 def load_facts(
-    path: str | Path, *, inverse: bool = False, splits: Iterable[str] = DEFAULT_SPLITS
+    path: str | Path, *, inverse: bool = False, splits: Iterable[str] = DEFAULT_SPLITS, row_sources: bool = True
 ) -> Iterator[Fact]:
     """Facts from a file or KAMEL folder, the reader chosen by the name's suffix.
 
     The format is checked now, so an unknown one raises :class:`FactweaveError` before anything
     is read; rows are read, and their errors raised, while the result is iterated. With
     ``inverse=True`` each fact is followed by its inverse (source suffixed ``" (inverse)"``).
-    ``splits`` applies to KAMEL folders only.
+    ``splits`` applies to KAMEL folders only; ``row_sources=False`` makes every fact's source the
+    file's line even where a JSONL row names its own (:func:`read_jsonl`).
     """
     path = Path(path)
     if path.is_dir():
@@ -123,5 +128,5 @@ def load_facts(
             raise FactweaveError(f"{path}: unknown fact format; supported: {SUPPORTED_FORMATS}")
         if not path.exists():
             raise FactweaveError(f"{path}: no such file")
-        facts = reader(path)
+        facts = read_jsonl(path, row_sources=False) if reader is read_jsonl and not row_sources else reader(path)
     return _with_inverses(facts) if inverse else facts
