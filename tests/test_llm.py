@@ -42,16 +42,28 @@ def test_local_chat_is_greedy_and_honours_stop(local_chat):
 
 
 @pytest.mark.model
-def test_local_chat_serialises_concurrent_calls(local_chat):
-    expected = local_chat.complete(HELLO, max_tokens=4)
-    results: list[str] = []
-    threads = [threading.Thread(target=lambda: results.append(local_chat.complete(HELLO, max_tokens=4)))
-               for _ in range(2)]
+def test_concurrent_local_chat_calls_each_get_their_own_reply(local_chat):
+    """Six calls of different prompts and lengths started together on one loaded model (and one
+    tokenizer) each get the reply they get alone: nothing of one call's prompt, state or output
+    leaks into another's."""
+    prompts = [HELLO, COUNT, *([{"role": "user", "content": f"Name {n} colours, comma-separated."}] for n in (2, 5)),
+               [{"role": "user", "content": "Spell the word 'lighthouse' backwards." * 3}],
+               [{"role": "user", "content": "What is 12 times 12?"}]]
+    expected = [local_chat.complete(p, max_tokens=24) for p in prompts]
+    results: dict[int, str] = {}
+    start = threading.Barrier(len(prompts))
+
+    def call(i: int) -> None:
+        start.wait()
+        results[i] = local_chat.complete(prompts[i], max_tokens=24)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(prompts))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert results == [expected, expected]
+    assert [results[i] for i in range(len(prompts))] == expected
+    assert len(set(expected)) > 1  # different prompts, different replies: a mix-up would show
 
 
 # --- the server, through the real openai SDK ----------------------------------------------

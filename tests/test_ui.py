@@ -440,6 +440,45 @@ def test_a_row_that_names_another_source_is_still_the_uploaded_files_and_goes_wi
 
 
 @pytest.mark.model
+def test_questions_are_answered_during_a_long_upload_and_a_second_change_says_it_waits(ui_runtime, tmp_path):
+    """An upload held mid-way (its progress callback waits, as a long LLM decomposition does):
+    a question is answered meanwhile, on the knowledge before the upload; a removal asked then
+    gives up after ``write_wait_s`` with one line; the upload then completes."""
+    import threading
+
+    from ui.runtime import AskOptions
+
+    triples = tmp_path / "slow.tsv"
+    triples.write_text("Quillon Mill\tbuilt by\tAsha Merrow\n")
+    inside, release, done = threading.Event(), threading.Event(), {}
+
+    def progress(fraction, what):
+        if fraction >= 0.4 and not inside.is_set():
+            inside.set()
+            release.wait(300)
+
+    def upload():
+        done["report"] = ui_runtime.add_files([triples], progress)
+
+    writer = threading.Thread(target=upload)
+    writer.start()
+    try:
+        assert inside.wait(120), "the upload did not start"
+        events = list(ui_runtime.stream("Who founded Zorblax Station?", AskOptions(tree="kb")))
+        assert events[-1]["event"] == "answer" and writer.is_alive()  # answered while the upload waits
+        ui_runtime.write_wait_s = 1.0
+        with pytest.raises(FactweaveError, match=r"another change .* is still running after 1 s; the removal did "
+                                                 r"not start"):
+            ui_runtime.remove_sources(["slow.tsv"])
+    finally:
+        ui_runtime.write_wait_s = 30.0
+        release.set()
+        writer.join(300)
+    assert done["report"]["new_facts"] == 1
+    ui_runtime.remove_sources(["slow.tsv"])
+
+
+@pytest.mark.model
 def test_two_answers_run_at_once(ui_runtime):
     """With --concurrency 2 two sessions' answers progress together: the second one's events come
     while the first answer is still open (one lock spanning a whole answer made it wait)."""

@@ -358,3 +358,25 @@ def test_adding_a_changed_file_replaces_its_old_version(tmp_path, open_web, grap
     fresh = open_web("fresh")
     add(fresh, v2, files)
     assert changed == counts(fresh)
+
+
+def test_a_writer_that_cannot_have_the_lock_says_so_in_one_line_and_writes_nothing(open_web):
+    """Another writer (here: the lock held as another process holds it) makes a write wait at
+    most ``lock_wait_s``, then fail in one line naming the folder; once it is free, it writes."""
+    import fcntl
+
+    from agent.knowledge.facts import Fact
+
+    web = open_web()
+    web.lock_wait_s = 1.0
+    fact = Fact("Quillon Dock", "built by", "Asha Merrow")
+    with open(web.folder / "write.lock", "a+", encoding="utf-8") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)  # a second open file: as a `factweave web build` holds it
+        started = time.monotonic()
+        with pytest.raises(FactweaveError, match=r"being written by another writer .* more than 1 s") as raised:
+            web.add_triples([fact], source="docks.tsv", progress=False)
+        assert 1.0 <= time.monotonic() - started < 10 and "\n" not in str(raised.value)
+        assert str(web.folder) in str(raised.value)
+        assert web.stats()["facts"] == 0
+    web.add_triples([fact], source="docks.tsv", progress=False)
+    assert web.stats()["facts"] == 1

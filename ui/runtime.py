@@ -27,6 +27,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,9 +71,13 @@ def _no_progress(fraction: float, message: str) -> None:
 class UIRuntime:
     """The shared parts behind the UI. Thread-safe: answers run at once (as many as the UI's
     ``--concurrency``; generations on one model overlap correctly, ``benchmarks/concurrency.py``);
-    uploads and model switches take one lock, so they happen one at a time, an answer starts
-    with the model and knowledge of its moment, and a replaced model is closed only once the
-    answers still using it have ended."""
+    uploads, removals and model switches take the write lock, so they happen one at a time (one
+    that cannot have it within :attr:`write_wait_s` says so in one line), while questions go on:
+    an answer starts with the model and knowledge of its moment, and a replaced model is closed
+    only once the answers still using it have ended."""
+
+    #: How long a change waits for another change to end before it gives up with one line.
+    write_wait_s: float = 30.0
 
     def __init__(self, settings: Settings, *, progress: bool = True, loaded: Any = None, web: Any = None,
                  max_upload_bytes: int = DEFAULT_MAX_BYTES) -> None:
@@ -84,7 +89,11 @@ class UIRuntime:
         self._started_with = settings.model
         self.max_upload_bytes = max_upload_bytes
         # A plain lock, not an RLock: a streamed answer may be resumed, and closed, by another thread.
+        # Held briefly: to pick the generator an answer runs on, and to swap it.
         self._lock = threading.Lock()
+        # Held for a whole change (an upload, a removal, a model switch): changes take turns, and
+        # questions go on meanwhile, answered on the state before the change.
+        self._write_lock = threading.Lock()
         self._answers_done = threading.Condition(self._lock)
         # Answers in progress per base index (by id): what closing a replaced model releases. A
         # removal gives the generator a new overlay on the same base (``_rebuild_index``).
@@ -117,12 +126,14 @@ class UIRuntime:
         # Uploads are an overlay: the KB index as it is (in memory, on disk or in PostgreSQL) plus
         # one small tree per upload, queried as one; an upload costs what it adds, not the KB.
         generator.index = GrowingFactIndex(generator.index, generator.tokenizer, max_facts=MAX_UPLOADED_FACTS)
-        self.loaded, self.generator = loaded, generator
-        self._agents = {}
-        self.chat = open_chat(settings, loaded)
-        self.reranker = Reranker(self.chat)
-        self.model_name = name
-        self.settings = settings
+        chat = open_chat(settings, loaded)
+        with self._lock:
+            self.loaded, self.generator = loaded, generator
+            self._agents = {}
+            self.chat = chat
+            self.reranker = Reranker(self.chat)
+            self.model_name = name
+            self.settings = settings
         try:
             self._finish_removing()  # a removal cut short by a failure or a kill: complete it
         except Exception as exc:  # noqa: BLE001 - the UI starts anyway; the next change tries again
@@ -180,8 +191,10 @@ class UIRuntime:
         old = self.generator.index
         index = GrowingFactIndex(old.base, self.generator.tokenizer, max_facts=old.max_facts)
         index.grow(facts)
-        self.generator = self.generator.with_index(index)
-        self._agents = {}
+        generator = self.generator.with_index(index)
+        with self._lock:
+            self.generator = generator
+            self._agents = {}
         return index.added
 
     def _store_uploaded(self, rows: list[tuple[str, Fact]]) -> int:
@@ -251,7 +264,7 @@ class UIRuntime:
         progress(0.0, "reading the files")
         paths = [Path(p) for p in paths]
         batch = read_uploads(paths, max_bytes=self.max_upload_bytes)
-        with self._lock:
+        with self._writing("the upload"):
             self._finish_earlier("nothing of this upload was added", progress)
             self._keep_pending(paths)
             try:
@@ -382,7 +395,7 @@ class UIRuntime:
         names = list(dict.fromkeys(" ".join(str(s).split()) for s in sources if str(s).strip()))
         if not names:
             raise FactweaveError("choose a source to remove")
-        with self._lock:
+        with self._writing("the removal"):
             self._finish_earlier("nothing was removed")
             listed = [row["source"] for row in self.sources()]
             unknown = [name for name in names if name not in listed]
@@ -453,20 +466,34 @@ class UIRuntime:
         if name not in self.offered_models():
             raise FactweaveError(f"{name!r} is not offered here; choose one of {', '.join(self.offered_models())} "
                                  "(the operator starts the UI with `factweave ui --model ...` for another)")
-        with self._lock:
+        with self._writing("the model switch"):
             previous = (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings)
             progress(0.1, f"loading {name}")
             try:
-                self._open_model(name)
+                self._open_model(name)  # questions go on with the current model while it loads
             except BaseException:
-                (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings) = previous
-                self._agents = {}
+                with self._lock:
+                    (self.loaded, self.generator, self.chat, self.reranker, self.model_name, self.settings) = previous
+                    self._agents = {}
                 raise
             old = previous[1]
-            self._answers_done.wait_for(lambda: not self._answering.get(_base_key(old)))  # (releases the lock)
-            self._answering.pop(_base_key(old), None)
+            with self._lock:
+                self._answers_done.wait_for(lambda: not self._answering.get(_base_key(old)))  # (releases the lock)
+                self._answering.pop(_base_key(old), None)
             old.close()
             progress(1.0, f"{name} loaded")
+
+    @contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """The write lock for one change; one line when another change holds it longer than
+        :attr:`write_wait_s`."""
+        if not self._write_lock.acquire(timeout=self.write_wait_s):
+            raise FactweaveError(f"another change (an upload, a removal or a model switch) is still running after "
+                                 f"{self.write_wait_s:g} s; {what} did not start: try again when it is done")
+        try:
+            yield
+        finally:
+            self._write_lock.release()
 
     def counts(self) -> dict[str, Any]:
         """What the knowledge holds now (for the knowledge panel)."""

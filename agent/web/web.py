@@ -224,14 +224,29 @@ class KnowledgeWeb:
 
     # --- building ------------------------------------------------------------------------------
 
+    #: How long a writer waits for another to finish before it gives up with one line.
+    lock_wait_s: float = 60.0
+
     @contextmanager
     def writing(self) -> Iterator[None]:
         """The web's write lock (``<folder>/write.lock``, across processes): writers take turns,
-        each starting from the vectors the previous one flushed. Readers never wait."""
+        each starting from the vectors the previous one flushed; one that cannot have it within
+        :attr:`lock_wait_s` raises :class:`FactweaveError`. Readers never wait."""
         import fcntl
 
         with open(self.folder / "write.lock", "a+", encoding="utf-8") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            deadline = time.monotonic() + self.lock_wait_s
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise FactweaveError(
+                            f"the knowledge web in {self.folder} is being written by another writer (a `factweave "
+                            f"web build`, the UI, ...) for more than {self.lock_wait_s:g} s; try again when it is "
+                            "done") from None
+                    time.sleep(0.1)
             for vectors in self._vector_indexes():
                 vectors.refresh()
             self._staged = _Staged()
