@@ -291,6 +291,17 @@ def test_a_visitor_can_only_switch_to_an_offered_model(ui_runtime, tmp_path):
     assert ui_runtime.counts()["model"] == model
 
 
+def _fail_once(target, method: str) -> None:
+    """Make ``target.method`` fail once with a full disk (as a kill leaves the step), then work."""
+    original = getattr(target, method)
+
+    def fail_once(*args, **kwargs):
+        setattr(target, method, original)
+        raise OSError(28, "No space left on device")
+
+    setattr(target, method, fail_once)
+
+
 @pytest.mark.model
 def test_an_upload_that_fails_at_any_stage_is_completed_by_the_next_start(ui_runtime, tmp_path):
     """All or nothing by completion: a failure (or a kill) between the web, facts.jsonl and the
@@ -313,13 +324,7 @@ def test_an_upload_that_fails_at_any_stage_is_completed_by_the_next_start(ui_run
             doc.write_text(f"# Quay {name}\n\nThe quay {name} was paved in 1903.\n")
             before = runtime.counts()
             target = runtime.web if stage.startswith("add_") else runtime
-            original = getattr(target, stage)
-
-            def fail_once(*args, target=target, stage=stage, original=original, **kwargs):
-                setattr(target, stage, original)
-                raise OSError(28, "No space left on device")
-
-            setattr(target, stage, fail_once)
+            _fail_once(target, stage)
             with pytest.raises(FactweaveError, match=r"the upload stopped \(.*No space left.*\); it is kept"):
                 runtime.add_files([triples, doc])
             target.__dict__.pop(stage, None)  # (the instance attribute set above; the method is the class's)
@@ -399,13 +404,7 @@ def test_a_removal_cut_short_at_any_step_stays_removed_after_the_next_start(ui_r
             target = {"_store_uploaded": runtime, "fact_vectors": runtime.web.fact_vectors,
                       "graph": runtime.web.graph}[stage]
             method = "delete" if stage != "_store_uploaded" else stage
-            original = getattr(target, method)
-
-            def fail_once(*args, target=target, method=method, original=original, **kwargs):
-                setattr(target, method, original)
-                raise OSError(28, "No space left on device")
-
-            setattr(target, method, fail_once)
+            _fail_once(target, method)
             with pytest.raises(FactweaveError, match=r"the removal stopped"):
                 runtime.remove_sources([triples.name])
             target.__dict__.pop(method, None)

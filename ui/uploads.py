@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.errors import FactweaveError, InputError
 from agent.knowledge.facts import Fact
 from agent.knowledge.loaders import load_facts
+from agent.web.converters import zip_sizes
 from agent.web.documents import Document, read_documents
 
 TRIPLE_SUFFIXES = (".tsv", ".nt", ".tsv.gz", ".nt.gz", ".jsonl.gz")
@@ -78,13 +78,11 @@ def _is_triples_jsonl(path: Path) -> bool:
 
 
 def _zip_unpacked_size(path: Path) -> int:
-    """What the members of a zip file (a DOCX) declare they unpack to; ``zipfile`` reads no
-    member past its declared size, so this bounds what parsing it reads."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return sum(info.file_size for info in archive.infolist())
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise FactweaveError(f"{path.name}: not a readable DOCX file ({exc})") from None
+    """What the members of a zip file (a DOCX) declare they unpack to (:func:`zip_sizes`)."""
+    sizes = zip_sizes(path)
+    if sizes is None:
+        raise FactweaveError(f"{path.name}: not a readable DOCX file (not a zip archive)")
+    return sizes[0]
 
 
 def _unpacked_size(path: Path, limit: int) -> int:

@@ -482,35 +482,32 @@ class FactAgent:
         records = [record]
         if chain is not None:
             hops.extend(chain.take_hops())
-        if not knows(part.answer) and self._says_what_is_asked(question, record, chain):
-            # The model stated a fact that says what is asked, then wrote "I don't know.": it
-            # answers again right after its facts.
+
+        def go_on(step: Callable[..., ReplyPart | None], why: str) -> ReplyPart | None:
+            """One continuation of the same reply, recorded as the next attempt."""
             t = time.perf_counter()
-            current[0] = number + 1
-            again_part = writer.answer_now(reply, on_text=on_text, on_span=on_span)
-            if again_part is not None:
-                record = self._record(number + 1, tree, again_part, reply, chain, t)
-                record["continues"] = number
-                record["why"] = "a stated fact says what the question asks"
-                self._verdict(question, record, again_part, chain)
-                records.append(record)
-                part = again_part
-        short = record.get("check", {}).get("passed") is False or record["grounding"]["how"].startswith(
-            "the answer is in no fact of the chain")
-        if not record["grounded"] and short and not part.stopped and not part.cut:
-            # The fact holding the answer says something else than what is asked, or the answer
-            # is in none of the (connected) facts: the chain may go on one more fact (a bridge
-            # answered: "Canada" for the official language of its country).
-            t = time.perf_counter()
-            current[0] = number + 1
-            more = writer.one_more_fact(reply, on_text=on_text, on_span=on_span)
+            current[0] = number + len(records)
+            more = step(reply, on_text=on_text, on_span=on_span)
             if more is not None:
-                again = self._record(number + 1, tree, more, reply, chain, t)
-                again["continues"] = number
+                again = self._record(current[0], tree, more, reply, chain, t)
+                again["continues"], again["why"] = number, why
                 self._verdict(question, again, more, chain)
                 records.append(again)
                 if chain is not None:
                     hops.extend(chain.take_hops())
+            return more
+
+        if not knows(part.answer) and self._says_what_is_asked(question, record, chain):
+            # The model stated a fact that says what is asked, then wrote "I don't know.".
+            part = go_on(writer.answer_now, "a stated fact says what the question asks") or part
+        last = records[-1]
+        short = last.get("check", {}).get("passed") is False or last["grounding"]["how"].startswith(
+            "the answer is in no fact of the chain")
+        if not last["grounded"] and short and not part.stopped and not part.cut:
+            # The fact holding the answer says something else than what is asked, or the answer
+            # is in none of the (connected) facts: the chain may go on one more fact (a bridge
+            # answered: "Canada" for the official language of its country).
+            go_on(writer.one_more_fact, "the chain may go on one more fact")
         for r in records:
             _emit({"event": "step", "step": r})
         return [*hops, *records]

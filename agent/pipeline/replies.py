@@ -133,26 +133,23 @@ class ReplyWriter:
                       on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
         """Rewind to the end of the reply's last fact and let the model state one more, then
         answer. None when the reply has no fact."""
-        session = reply.session
-        spans = list(session.trace.spans)
-        if not spans or self._stopped(session):
-            return None
-        started = time.perf_counter()
-        session.rewind(spans[-1][2] + 1)
-        begin = len(session.out)
         if reply.guard is not None:
             reply.guard.cut.clear()
-        session.feed(self._encode("Fact:"), reply=True)
-        self._run(session, ONE_FACT_TOKENS, on_text, on_span)
-        part = self._part(reply, begin, started, "", [])
-        part.continued = True
-        return part
+        return self._after_facts(reply, "Fact:", ONE_FACT_TOKENS, on_text, on_span)
 
     def answer_now(self, reply: Reply, *, on_text: Callable[[str], None] | None = None,
                    on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
         """Rewind to the end of the reply's last fact and let the model write its ``Answer:``
         line from there (the reasoning it wrote after the facts dropped). None when the reply
         has no fact."""
+        return self._after_facts(reply, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span)
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _after_facts(self, reply: Reply, opening: str, budget: int, on_text: Callable[[str], None] | None,
+                     on_span: Callable[[FactSpan], None] | None) -> ReplyPart | None:
+        """Rewind to the end of the reply's last fact, write ``opening`` and let the model go on
+        for ``budget`` tokens: the continued part, or None when there is no fact (or a stop)."""
         session = reply.session
         spans = list(session.trace.spans)
         if not spans or self._stopped(session):
@@ -160,13 +157,11 @@ class ReplyWriter:
         started = time.perf_counter()
         session.rewind(spans[-1][2] + 1)
         begin = len(session.out)
-        session.feed(self._encode("Answer:"), reply=True)
-        self._run(session, ANSWER_LINE_TOKENS, on_text, on_span)
+        session.feed(self._encode(opening), reply=True)
+        self._run(session, budget, on_text, on_span)
         part = self._part(reply, begin, started, "", [])
         part.continued = True
         return part
-
-    # --- helpers -------------------------------------------------------------------------------
 
     @staticmethod
     def _stopped(session: DecodeSession) -> bool:

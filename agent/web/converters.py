@@ -162,18 +162,27 @@ def read_docx(path: Path) -> Converted:
     return Converted(None, text)
 
 
-def _check_zip_budget(path: Path) -> None:
-    """Refuse a DOCX whose parts would unpack beyond the budgets, read from the zip's directory
-    (nothing is inflated); a file that is no zip is left to the reader's own error."""
+def zip_sizes(path: Path) -> tuple[int, int] | None:
+    """What the members of a zip file (a DOCX) declare they unpack to, and take packed, read from
+    its directory (nothing is inflated; ``zipfile`` reads no member past its declared size); None
+    when it is no readable zip."""
     import zipfile
 
     try:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
     except (zipfile.BadZipFile, OSError):
+        return None
+    return sum(i.file_size for i in infos), sum(i.compress_size for i in infos)
+
+
+def _check_zip_budget(path: Path) -> None:
+    """Refuse a DOCX whose parts would unpack beyond the budgets; a file that is no zip is left
+    to the reader's own error."""
+    sizes = zip_sizes(path)
+    if sizes is None:
         return
-    unpacked = sum(i.file_size for i in infos)
-    packed = max(1, sum(i.compress_size for i in infos))
+    unpacked, packed = sizes[0], max(1, sizes[1])
     if unpacked > MAX_DOCX_UNPACKED or unpacked > MAX_DOCX_RATIO * packed:
         raise InputError(path, None, f"its parts unpack to {unpacked:,} bytes ({unpacked // packed:,}x their packed "
                                      f"size): over the budget of one DOCX ({MAX_DOCX_UNPACKED:,} bytes, "
