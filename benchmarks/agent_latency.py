@@ -108,7 +108,7 @@ def _p(values: list[float], q: float) -> float:
 
 
 def _right(answer: str, gold: list[str]) -> bool:
-    from agent.eval.metrics import normalize_answer
+    from agent.knowledge.normalize import normalize_answer
 
     got = normalize_answer(answer)
     return bool(got) and any(normalize_answer(g) and normalize_answer(g) in got for g in gold)

@@ -16,7 +16,7 @@ Four pieces, each against the libraries that do the same job:
   agreement of the labels on ``tests/data/facts.nt`` and a generated file of KAMEL triples with
   escapes, language tags, datatypes, blank nodes and comments; how many of 16 malformed lines each
   rejects; triples per second; whether each triple keeps its line (factweave's provenance).
-- **answer normalization** (:func:`agent.eval.metrics.normalize_answer`) against the SQuAD v1.1
+- **answer normalization** (:func:`agent.knowledge.normalize.normalize_answer`) against the SQuAD v1.1
   script's ``normalize_answer`` (the same function is in Hugging Face ``evaluate``'s squad metric):
   the gold answers of the shared QA sets whose normalized form differs, and the recorded
   (prediction, gold) pairs of ``benchmarks/results/eval`` whose exact-match verdict differs.
@@ -503,7 +503,7 @@ def recorded_pairs() -> list[tuple[str, list[str]]]:
 
 
 def bench_normalization(shared: Path) -> list[dict]:
-    from agent.eval.metrics import normalize_answer
+    from agent.knowledge.normalize import normalize_answer
 
     golds = gold_answers(shared)
     pairs = recorded_pairs()

@@ -326,7 +326,7 @@ def test_the_proof_is_drawn_as_a_graph_that_agrees_with_the_trace(browser, ui_ur
     """The Proof panel draws the answer's stated facts: their entities as nodes, one edge per fact
     (its text on hover), the chain and the answer marked as the trace says (the small model's
     answer may vary: the picture is checked against the trace the page shows)."""
-    from agent.eval.metrics import normalize_answer
+    from agent.knowledge.normalize import normalize_answer
 
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.goto(ui_url)

@@ -39,7 +39,7 @@ from typing import Any
 
 import networkx as nx
 
-from agent.eval.metrics import normalize_answer
+from agent.knowledge.normalize import normalize_answer
 from agent.pipeline.grounding import holds_answer
 from agent.web.keywords import extract_keywords
 

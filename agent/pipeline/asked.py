@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..eval.metrics import normalize_answer
+from ..knowledge.normalize import normalize_answer
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder

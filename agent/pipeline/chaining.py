@@ -48,7 +48,7 @@ def bridge_entities(fact: str, question: str, limit: int = 2) -> list[str]:
     ...                 "What is the official language of the country Edith Frank-Holländer is a citizen of?")
     ['Germany']
     """
-    from ..eval.metrics import normalize_answer
+    from ..knowledge.normalize import normalize_answer
     from ..web.keywords import extract_keywords
 
     asked = f" {normalize_answer(question)} "

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
-from ..eval.metrics import normalize_answer
+from ..knowledge.normalize import normalize_answer
 from ..prompts import FewShotPrompt, listed_question
 from .asked import AskedCheck, AskedChecker, RelationLabels, RelationMatcher
 from .chaining import ChainingTree

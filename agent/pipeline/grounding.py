@@ -9,7 +9,7 @@ one anyway and answers from it. An answer stands when:
    chain (a triple's entities are its subject and object; a statement's are its names, numbers
    and years; two triples share an entity only when it is the same one, a statement's names
    may also be part of the other's); and
-2. the answer, normalized (``agent.eval.metrics.normalize_answer``: case, punctuation, articles),
+2. the answer, normalized (``agent.knowledge.normalize.normalize_answer``: case, punctuation, articles),
    is contained word for word in a fact of that chain (a short sentence as answer: its words but
    small ones like "is", "in" all in one such fact), or is computed from chain facts by a step
    this module shows: a difference of two years ("how many years ..."), a count of one subject's
@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..eval.metrics import normalize_answer
+from ..knowledge.normalize import normalize_answer
 
 _TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
 _POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])")

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ..decoding.greedy import DecodeSession, TransformersSteps
 from ..decoding.spans import FactSpan, decode_tokens
 from ..decoding.tracker import FactTracker, TraceState
-from ..eval.metrics import normalize_answer
+from ..knowledge.normalize import normalize_answer
 from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
