@@ -41,7 +41,10 @@ ask: install-demo
 
 # Every test this machine can run: what the browser and PostgreSQL tests need is installed where
 # allowed (tools/test-prereqs); the run's last line names the groups skipped and how to run them.
+# First the docs site (mkdocs.yml): --strict fails on any warning, a broken link or anchor among
+# them (not with -q, which hides the warnings it counts).
 test: install $(VENV)/.installed-default
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 	tools/test-prereqs $(PY)
 	$(PY) -m pytest -q
 
