@@ -155,7 +155,7 @@ def test_compare_puts_runs_side_by_side(tmp_path):
 
 @pytest.mark.model
 def test_kgd_methods_chunks_prompts_and_best_of_n(smollm):
-    from agent.decoding.kgd import CachedEncoder, SimilarityScorer
+    from agent.baselines.kgd import CachedEncoder, SimilarityScorer
     from agent.embeddings import Embedder
     from agent.eval.kgd import VARIANTS, KGDMethod, QuestionChunks, parse_short_answer
 
@@ -180,7 +180,7 @@ def test_kgd_methods_chunks_prompts_and_best_of_n(smollm):
         assert a.extra["chunks"] and a.tokens > 0
     # NLI rewards from the local model as judge (no cross-encoder here): it judges each step's
     # candidates against the chunks.
-    from agent.decoding.kgd import EntailmentScorer, LocalLMJudge
+    from agent.baselines.kgd import EntailmentScorer, LocalLMJudge
 
     entailment = EntailmentScorer(LocalLMJudge(smollm))
     nli = KGDMethod(smollm, VARIANTS["kgd-nli"], QuestionChunks(encoder, n=1), entailment, max_new_tokens=4)

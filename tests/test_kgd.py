@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from agent.decoding.kgd import (
+from agent.baselines.kgd import (
     BASELINES,
     NLI_LABELS,
     CachedEncoder,
@@ -21,7 +21,7 @@ from agent.decoding.kgd import (
     chunk_spans,
     kgd_generate,
 )
-from agent.decoding.kgd.judges import _label_columns
+from agent.baselines.kgd.judges import _label_columns
 from agent.errors import FactweaveError, ModelError
 
 ZORBLAX = "Zorblax Station was founded by Mira Quell. It orbits the moon Tessaly."

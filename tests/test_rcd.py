@@ -21,7 +21,7 @@ def _ids(tokenizer, text):
 
 
 def test_processor_allows_candidates_separator_and_end_and_never_a_repeat(tokenizer):
-    from agent.decoding.rcd import AnswerSetLogitsProcessor, AnswerTrie
+    from agent.baselines.rcd import AnswerSetLogitsProcessor, AnswerTrie
 
     trie = AnswerTrie.build([*CANDIDATES, "Paris", " paris; ", ""], tokenizer)
     assert trie.candidates == (*CANDIDATES, "paris,")  # unique surface forms; ';' is the separator
@@ -46,7 +46,7 @@ def test_processor_allows_candidates_separator_and_end_and_never_a_repeat(tokeni
 
 
 def test_parse_answer_set():
-    from agent.decoding.rcd import parse_answer_set
+    from agent.baselines.rcd import parse_answer_set
 
     assert parse_answer_set(" New York; Paris ;New York\nAnswer: x") == ["New York", "Paris"]
     assert parse_answer_set("") == [] and parse_answer_set(" ; ") == []
@@ -54,7 +54,7 @@ def test_parse_answer_set():
 
 @pytest.mark.model
 def test_rcd_answers_are_candidates_with_beams_and_batches(smollm):
-    from agent.decoding.rcd import AnswerSetGenerator, AnswerTrie
+    from agent.baselines.rcd import AnswerSetGenerator, AnswerTrie
 
     gen = AnswerSetGenerator(smollm.model, smollm.tokenizer, max_new_tokens=24)
     cities = AnswerTrie.build(CANDIDATES, smollm.tokenizer)

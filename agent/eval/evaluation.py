@@ -73,7 +73,7 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
                               max_new_tokens=settings.max_tokens)
     set_generator = None
     if {"rcd", "rcd-static", "vd"} & set(names):
-        from ..decoding.rcd import AnswerSetGenerator
+        from ..baselines.rcd import AnswerSetGenerator
 
         set_generator = AnswerSetGenerator(loaded.model, loaded.tokenizer, beams=settings.beams)
     candidates: dict[str, list[str]] = {}
@@ -128,7 +128,7 @@ class KGDOptions:
 
 def _kgd_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings, knowledge: EvalKnowledge | None,
                  options: KGDOptions, seed: int) -> dict[str, Any]:
-    from ..decoding.kgd import CachedEncoder, EntailmentScorer, SimilarityScorer, load_judge
+    from ..baselines.kgd import CachedEncoder, EntailmentScorer, SimilarityScorer, load_judge
     from ..embeddings import Embedder
     from .kgd import KGDMethod, QuestionChunks
 

@@ -1,4 +1,4 @@
-"""Knowledge-guided decoding (``agent.decoding.kgd``) and its baselines as evaluation methods.
+"""Knowledge-guided decoding (``agent.baselines.kgd``) and its baselines as evaluation methods.
 
 Every variant answers with the same short-answer prompt (``prompts/kgd-answer/``) on the same
 model; they differ in where the retrieved chunks go and in how the answer is decoded:
@@ -41,7 +41,7 @@ from .datasets import EvalQuestion
 from .methods import MethodAnswer
 
 if TYPE_CHECKING:
-    from ..decoding.kgd import CachedEncoder, RelevanceScorer
+    from ..baselines.kgd import CachedEncoder, RelevanceScorer
     from ..models import LoadedModel
     from ..web.web import KnowledgeWeb
 
@@ -97,7 +97,7 @@ class QuestionChunks:
 
     def top(self, question: EvalQuestion) -> list[str]:
         if question.id not in self._cache:
-            from ..decoding.kgd import ChunkRetriever, chunk_passages
+            from ..baselines.kgd import ChunkRetriever, chunk_passages
 
             chunks = chunk_passages(self.passages(question), self.size, self.overlap)
             self._cache[question.id] = ChunkRetriever(self.encoder, chunks).top(question.text, self.n) if chunks else []
@@ -146,7 +146,7 @@ class KGDMethod:
         return render_prompt(self.loaded.tokenizer, self.prompt, turns) + "Answer:"
 
     def _generate(self, prompts: list[str], chunk_lists: list[list[str]], **kwargs: Any) -> list[str]:
-        from ..decoding.kgd import kgd_generate
+        from ..baselines.kgd import kgd_generate
 
         return kgd_generate(self.loaded, prompts, chunk_lists, self.scorer if self.variant.scorer else None,
                             max_new_tokens=self.max_new_tokens, num_beams=self.variant.beams, top_m=self.top_m,

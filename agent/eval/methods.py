@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..pipeline import FactAgent
     from ..pipeline.evidence import ListedFactsReader
     from ..decoding import FactGenerator
-    from ..decoding.rcd import AnswerSetGenerator
+    from ..baselines.rcd import AnswerSetGenerator
     from ..web.web import KnowledgeWeb
 
 
@@ -204,7 +204,7 @@ class RCDMethod(_SetAnswers):
 
     def __init__(self, generator: AnswerSetGenerator, candidates: dict[str, list[str]], *,
                  static: bool = False) -> None:
-        from ..decoding.rcd import AnswerTrie
+        from ..baselines.rcd import AnswerTrie
 
         self.generator, self.candidates, self.static = generator, candidates, static
         self.name = "rcd-static" if static else "rcd"

@@ -32,7 +32,7 @@ from ..index import FactIndex
 from ..knowledge.facts import Fact
 from ..models import encode_padded
 from ..prompts import FewShotPrompt, render_prompt
-from .spans import decode_tokens
+from ..decoding.spans import decode_tokens
 
 SEPARATOR = ";"
 
