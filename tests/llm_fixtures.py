@@ -18,8 +18,8 @@ def local_chat(smollm):
 
 @pytest.fixture(scope="session")
 def openai_server(local_chat):
-    """The real server from ``agent.llm.server`` serving ``local_chat``; yields its base_url."""
-    from agent.llm.server import serve_in_thread
+    """The real server from ``agent.serve`` serving ``local_chat``; yields its base_url."""
+    from agent.serve import serve_in_thread
 
     base_url, stop = serve_in_thread(local_chat)
     yield base_url
@@ -55,7 +55,7 @@ def serve_chat():
 
     Every server started is stopped when the test ends.
     """
-    from agent.llm.server import serve_in_thread
+    from agent.serve import serve_in_thread
 
     stops = []
 

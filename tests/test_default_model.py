@@ -103,7 +103,7 @@ def test_the_follow_up_through_serve_and_the_openai_sdk(default_agent):
     turn, then the follow-up with the conversation."""
     from openai import OpenAI
 
-    from agent.llm.server import ServerLimits, serve_in_thread
+    from agent.serve import ServerLimits, serve_in_thread
 
     base_url, stop = serve_in_thread([default_agent], limits=ServerLimits(max_concurrency=1, max_queue=2))
     try:

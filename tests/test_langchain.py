@@ -1,4 +1,4 @@
-"""The LangChain adapters (agent.lc) on the real SmolLM2, the real knowledge web and the real agent.
+"""The LangChain adapters (agent.langchain) on the real SmolLM2, the real knowledge web and the real agent.
 
 Only the outer agent's model in the last test is a stand-in (langchain_core's fake chat model):
 see that test's docstring.
@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from agent.errors import FactweaveError
 from agent_fixtures import FOLLOW_UP, rewrite_step
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
-from agent.lc import ChatFactweave, FactAgentRunnable, FactweaveQuestion, FactweaveTool, KnowledgeWebRetriever
+from agent.langchain import ChatFactweave, FactAgentRunnable, FactweaveQuestion, FactweaveTool, KnowledgeWebRetriever
 
 pytestmark = pytest.mark.model
 

@@ -188,7 +188,7 @@ def test_a_server_without_a_web_says_so(smollm):
     from agent.decoding import FactGenerator
     from agent.index import FactIndex
     from agent.knowledge.facts import Fact
-    from agent.mcp_server import build_mcp_server
+    from agent.serve.mcp import build_mcp_server
 
     kb = FactIndex.build([Fact("Zorblax Station", "founded by", "Mira Quell")], smollm.tokenizer)
     kb_only = FactAgent(FactGenerator(smollm.model, smollm.tokenizer, kb), None, tree="kb")
@@ -209,7 +209,7 @@ def test_ask_passes_its_conversation_to_the_agent_bounded(smollm, agent_calls):
     from agent.decoding import FactGenerator
     from agent.index import FactIndex
     from agent.knowledge.facts import Fact
-    from agent.mcp_server import build_mcp_server
+    from agent.serve.mcp import build_mcp_server
     from agent.pipeline import FactAgent
     from agent.pipeline.conversation import MAX_TURNS
     from agent_fixtures import FOLLOW_UP, rewrite_step
@@ -248,7 +248,7 @@ def test_an_agent_that_cannot_open_is_reported_by_the_tools():
     from mcp import Client
 
     from agent.errors import FactweaveError
-    from agent.mcp_server import build_mcp_server
+    from agent.serve.mcp import build_mcp_server
 
     def cannot_open():
         raise FactweaveError("no knowledge web in /nowhere")
@@ -289,7 +289,7 @@ def test_the_command_prints_why_it_cannot_open_and_exits_1(tmp_path):
 def test_help_shows_an_example_and_a_client_configuration_that_parses():
     from click.testing import CliRunner
 
-    from agent.cli import cli
+    from agent.cli.main import cli
 
     out = CliRunner().invoke(cli, ["mcp", "--help"]).output
     assert "Example:" in out and "factweave mcp --web" in out

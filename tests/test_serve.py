@@ -21,7 +21,7 @@ from llm_fixtures import ScriptedChat
 from openai import OpenAI
 
 from agent.llm import OpenAIChat
-from agent.llm.server import ReplyEnd, RequestGate, ServerLimits, serve_in_thread
+from agent.serve import ReplyEnd, RequestGate, ServerLimits, serve_in_thread
 
 pytestmark = pytest.mark.model
 
@@ -279,7 +279,7 @@ def test_a_client_that_leaves_mid_stream_stops_its_generation(serve_chat):
 
 
 def test_a_queued_client_that_leaves_is_never_run(serve_chat, caplog):
-    caplog.set_level(logging.INFO, logger="agent.llm.server")
+    caplog.set_level(logging.INFO, logger="agent.serve")
     endless, later = EndlessModel(), ScriptedChat("late")
     base_url = serve_chat([endless, later], limits=ServerLimits(max_concurrency=1, max_queue=1))
     body = {"model": "endless", "messages": ask("go"), "stream": True}
@@ -415,7 +415,7 @@ def test_a_web_page_the_user_visits_cannot_drive_the_server(local_chat, serve_ch
     """The review's request: a "simple" cross-site POST (text/plain, a foreign Origin, a DNS
     rebinding Host) was answered 200. Each of the three is refused on its own; SDKs, curl and the
     server's own origin go on; names and origins the user allows are served."""
-    from agent.llm.server import OriginPolicy
+    from agent.serve import OriginPolicy
 
     base_url = serve_chat([local_chat])
     port = base_url.rsplit(":", 1)[1].split("/")[0]

@@ -203,7 +203,7 @@ class _PassageChat:
 def test_llm_decomposer_sends_bounded_concurrent_requests_and_resumes_from_its_cache(serve_chat, tmp_path):
     from agent.errors import FactweaveError
     from agent.llm import OpenAIChat
-    from agent.llm.server import ServerLimits
+    from agent.serve import ServerLimits
     from agent.web.decompose import LLMDecomposer, decompose_many
 
     docs = [Document(f"Station {i}", f"Station {i} was founded in {1900 + i} by Ada Berg. It is cold.", "s")

@@ -279,10 +279,10 @@ def launch(app: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     """Serve ``app`` on ``host:port`` (loopback by default); return its local URL. ``block=False``
     returns at once (tests, notebooks). Requests naming another ``Host`` than loopback, an IP
     address or one of ``allowed_hosts``, or sent from another site's page, are refused
-    (:mod:`agent.llm.server.origins`: no web page the user visits can drive the UI)."""
+    (:mod:`agent.serve.origins`: no web page the user visits can drive the UI)."""
     from starlette.middleware import Middleware
 
-    from agent.llm.server.origins import OriginGuard, OriginPolicy
+    from agent.serve.origins import OriginGuard, OriginPolicy
 
     policy = OriginPolicy.of([*allowed_hosts, *([".gradio.live"] if share else [])])
     guard = Middleware(OriginGuard, policy=policy, json_posts=False)

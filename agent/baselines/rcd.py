@@ -26,13 +26,18 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+from transformers import (
+    LogitsProcessor,
+    LogitsProcessorList,
+    StoppingCriteria,
+    StoppingCriteriaList,
+)
 
+from ..decoding.spans import decode_tokens
 from ..index import FactIndex
 from ..knowledge.facts import Fact
 from ..models import encode_padded
 from ..prompts import FewShotPrompt, render_prompt
-from ..decoding.spans import decode_tokens
 
 SEPARATOR = ";"
 

@@ -47,20 +47,26 @@ Example::
 """
 from __future__ import annotations
 
-from .retrieval import CachedEncoder, ChunkRetriever, as_cached, chunk_passages, chunk_spans
 from .judges import (
     CONTRADICTION,
-    CrossEncoderJudge,
     ENTAILMENT,
-    LocalLMJudge,
     NEUTRAL,
-    NLIJudge,
     NLI_LABELS,
     NLI_PROMPT,
+    CrossEncoderJudge,
+    LocalLMJudge,
+    NLIJudge,
     load_judge,
 )
-from .scorers import CombinedScorer, EntailmentScorer, RelevanceScorer, SimilarityScorer
 from .processor import BASELINES, KnowledgeGuidedLogitsProcessor, kgd_generate
+from .retrieval import (
+    CachedEncoder,
+    ChunkRetriever,
+    as_cached,
+    chunk_passages,
+    chunk_spans,
+)
+from .scorers import CombinedScorer, EntailmentScorer, RelevanceScorer, SimilarityScorer
 
 __all__ = [
     "BASELINES", "CONTRADICTION", "CachedEncoder", "ChunkRetriever", "CombinedScorer", "CrossEncoderJudge",

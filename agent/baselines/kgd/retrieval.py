@@ -10,7 +10,6 @@ import numpy as np
 from ...embeddings import Embedder
 from ...errors import FactweaveError
 
-
 # --- chunking ------------------------------------------------------------------------------
 
 

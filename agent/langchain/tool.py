@@ -7,8 +7,8 @@ from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..pipeline import AgentAnswer, FactAgent
 from ..errors import FactweaveError
+from ..pipeline import AgentAnswer, FactAgent
 from ..prompts import read_prompt
 
 

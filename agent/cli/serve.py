@@ -1,10 +1,9 @@
 """``factweave serve``: the agent, and the local model it runs on, as an OpenAI-compatible server."""
 from __future__ import annotations
 
-
 import click
 
-from .cli_options import agent_options
+from .options import agent_options
 
 
 @click.command("serve")
@@ -39,11 +38,11 @@ def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurre
       curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
         -d '{"model": "factweave", "messages": [{"role": "user", "content": "Who founded Zorblax Station?"}]}'
     """
-    from .llm.client import LocalChat
-    from .llm.server import OriginPolicy, ServerLimits, bind_socket, run
-    from .llm.server.run import refuse_if_exposed
-    from .runtime import load_settings_model, open_agent
-    from .settings import load_settings
+    from ..llm.client import LocalChat
+    from ..runtime import load_settings_model, open_agent
+    from ..serve import OriginPolicy, ServerLimits, bind_socket, run
+    from ..serve.run import refuse_if_exposed
+    from ..settings import load_settings
 
     settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank, host=host, port=port,
                              max_concurrency=max_concurrency, max_queue=max_queue,

@@ -36,9 +36,9 @@ def llm_serve(model, host, port, api_key_env, allowed_hosts, cors_origins, insec
       factweave llm serve --port 8000 &
       factweave web search "Who founded Zorblax Station?" --rerank --base-url http://127.0.0.1:8000/v1
     """
-    from .client import LocalChat
-    from .server import OriginPolicy, run
-    from .server.run import refuse_if_exposed
+    from ..llm.client import LocalChat
+    from ..serve import OriginPolicy, run
+    from ..serve.run import refuse_if_exposed
 
     api_key = os.environ.get(api_key_env) or None
     refuse_if_exposed(host, api_key, insecure)  # before the model loads

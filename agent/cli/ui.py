@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from agent.cli_options import agent_options
-from agent.errors import FactweaveError
+from ..errors import FactweaveError
+from ..settings import load_settings
+from .options import agent_options
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -59,10 +60,9 @@ def ui_command(config, model, web_dir, tree, rerank, host, port, allowed_hosts, 
       factweave ui                                 # http://127.0.0.1:7860, demo knowledge
       FACTWEAVE_UI_AUTH=me:secret factweave ui --model smollm2-135m --host 0.0.0.0
     """
-    from agent.settings import load_settings
-
-    from .app import build_ui, demo_examples, launch
-    from .runtime import UIRuntime
+    # Lazy: the UI imports Gradio (the [ui] extra) and torch, which other commands must not pay for.
+    from ui.app import build_ui, demo_examples, launch
+    from ui.runtime import UIRuntime
 
     credentials = _auth(auth_file)
     if share and credentials is None:

@@ -8,15 +8,22 @@ from pathlib import Path
 
 import click
 
-from .cli_options import MODEL_HELP, config_option, model_option, rerank_option, tree_option, web_option
-from .errors import FactweaveError
-from .eval.cli import eval_group
-from .llm.cli import llm_group
-from .serve_cli import serve_command
-from .mcp_server import mcp_command
-from ui.cli import ui_command
-from .web.cli import web_group
+from agent.cli.ui import ui_command
 
+from ..errors import FactweaveError
+from .eval import eval_group
+from .llm import llm_group
+from .mcp import mcp_command
+from .options import (
+    MODEL_HELP,
+    config_option,
+    model_option,
+    rerank_option,
+    tree_option,
+    web_option,
+)
+from .serve import serve_command
+from .web import web_group
 
 
 def _console():
@@ -52,8 +59,8 @@ def models_cmd() -> None:
     Example:
       factweave models
     """
-    from .models import PRESETS, preset_installed, preset_requirements
-    from .runtime import DEFAULT_MODEL
+    from ..models import PRESETS, preset_installed, preset_requirements
+    from ..runtime import DEFAULT_MODEL
 
     for name, preset in PRESETS.items():
         mark = " (default)" if name == DEFAULT_MODEL else ""
@@ -75,7 +82,7 @@ def config_cmd(config: Path | None, as_json: bool) -> None:
       factweave config
       FACTWEAVE_TREE=question factweave config --json
     """
-    from .settings import config_path
+    from ..settings import config_path
 
     settings = _settings(config)
     data = settings.public()
@@ -126,11 +133,11 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
       factweave index build --kb facts.tsv --model smollm2-135m --backend postgres \\
           --dsn "host=127.0.0.1 dbname=facts" --name facts
     """
-    from .index.files import build_index_file, default_index_path
-    from .index.tokens import tokenizer_fingerprint
-    from .knowledge.kamel import demo_kamel_root
-    from .models import default_cache_dir, load_tokenizer
-    from .runtime import DEFAULT_MODEL
+    from ..index.files import build_index_file, default_index_path
+    from ..index.tokens import tokenizer_fingerprint
+    from ..knowledge.kamel import demo_kamel_root
+    from ..models import default_cache_dir, load_tokenizer
+    from ..runtime import DEFAULT_MODEL
 
     model = model or DEFAULT_MODEL
     kb = kb or demo_kamel_root()
@@ -139,8 +146,8 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
             raise click.UsageError("--backend postgres needs --dsn (or FACTWEAVE_PG_DSN)")
         if out is not None:
             raise click.UsageError("--out is for --backend file or disk")
-        from .index.postgres import build_postgres_index
-        from .knowledge.loaders import load_facts
+        from ..index.postgres import build_postgres_index
+        from ..knowledge.loaders import load_facts
 
         tokenizer = load_tokenizer(model)
         report = build_postgres_index(dsn, load_facts(kb, inverse=inverse), tokenizer, name=pg_name, progress=True,
@@ -171,7 +178,7 @@ def index_list(dsn: str, as_json: bool) -> None:
     Example:
       factweave index list --dsn "host=127.0.0.1 dbname=facts"
     """
-    from .index.postgres import list_indexes
+    from ..index.postgres import list_indexes
 
     found = list_indexes(dsn)
     if as_json:
@@ -193,8 +200,8 @@ def index_info(path: Path) -> None:
     Example:
       factweave index info facts.fwi
     """
-    from .index.disk import is_disk_index, read_disk_header
-    from .index.storage import read_header
+    from ..index.disk import is_disk_index, read_disk_header
+    from ..index.storage import read_header
 
     if is_disk_index(path):
         header = read_disk_header(path)
@@ -215,7 +222,7 @@ def index_verify(path: Path) -> None:
     Example:
       factweave index verify big.fwd
     """
-    from .index.storage import load_index
+    from ..index.storage import load_index
 
     start = time.perf_counter()
     index = load_index(path, verify="full")
@@ -240,7 +247,7 @@ def kb_synthetic(count: int, seed: int, out: Path) -> None:
     """
     import gzip
 
-    from .knowledge.synthetic import synthetic_facts
+    from ..knowledge.synthetic import synthetic_facts
 
     suffixes = out.suffixes
     opener = gzip.open if suffixes and suffixes[-1] == ".gz" else open
@@ -278,7 +285,7 @@ def _generation_options(f):
 
 
 def _settings(config, **overrides):
-    from .settings import load_settings
+    from ..settings import load_settings
 
     return load_settings(config, **overrides)
 
@@ -321,7 +328,7 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
                          rerank=rerank, k=k, max_rounds=max_rounds, openai_base_url=base_url, llm_model=llm_model)
     t0 = time.perf_counter()
     if free:
-        from .runtime import load_settings_model, open_generator
+        from ..runtime import load_settings_model, open_generator
 
         gen = open_generator(settings.model, loaded=load_settings_model(settings), with_index=False,
                              beams=settings.beams, max_new_tokens=settings.max_tokens)
@@ -335,7 +342,7 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
         else:
             _print_free(payload)
         return
-    from .runtime import open_agent
+    from ..runtime import open_agent
 
     with open_agent(settings, progress=not as_json) as agent:
         load_s = time.perf_counter() - t0
@@ -357,7 +364,7 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
 
 def read_history(path: Path) -> list[dict[str, str]]:
     """The earlier turns in a ``--history`` file, bounded (see :mod:`agent.pipeline.conversation`)."""
-    from .pipeline.conversation import trim_history
+    from ..pipeline.conversation import trim_history
 
     try:
         turns = json.loads(path.read_text(encoding="utf-8"))
@@ -375,7 +382,7 @@ def _print_stream(agent, question: str, history: list[dict[str, str]] | None = N
     from rich.live import Live
     from rich.text import Text
 
-    from .pipeline.trace import describe_step
+    from ..pipeline.trace import describe_step
 
     con = _console()
     live: Live | None = None

@@ -4,7 +4,7 @@ A served model has an ``id`` (what ``/v1/models`` lists and requests name) and a
 method yielding the reply's text as it is produced (``""`` says "working, no new text yet"),
 then one :class:`ReplyEnd` with the finish reason, token counts and extra response fields.
 A plain :class:`~agent.llm.client.ChatClient` is served through :class:`ChatClientModel`;
-the factweave agent through :class:`~agent.llm.server.agent_model.AgentModel`.
+the factweave agent through :class:`~agent.serve.agent_model.AgentModel`.
 
 Example::
 
@@ -20,7 +20,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 
 from agent.errors import FactweaveError
 
-from ..client import ChatClient
+from ..llm.client import ChatClient
 from .wire import ChatRequest
 
 

@@ -120,9 +120,9 @@ def web_build(docs, triples, inverse, decomposer, chunk_size, llm_concurrency, w
       factweave web build --triples facts.tsv --web my-web
     """
     from ..knowledge.loaders import load_facts
-    from .decompose import LLMDecomposer, SentenceDecomposer
-    from .demo import build_demo_web
-    from .documents import read_documents
+    from ..web.decompose import LLMDecomposer, SentenceDecomposer
+    from ..web.demo import build_demo_web
+    from ..web.documents import read_documents
 
     if decomposer == "auto":
         decomposer = "llm" if remote_llm_configured(base_url) else "sentences"

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..cli_options import MODEL_HELP
-from .methods import METHODS, default_methods
-
+from ..eval.methods import METHODS, default_methods
+from .options import MODEL_HELP
 
 
 @click.group("eval")
@@ -81,9 +80,9 @@ def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, mode
          out, kind: str | None = None) -> None:
     from tqdm.auto import tqdm
 
+    from ..eval.datasets import data_path, load_questions
+    from ..eval.evaluation import KGDOptions, run_evaluation
     from ..settings import load_settings
-    from .datasets import data_path, load_questions
-    from .evaluation import KGDOptions, run_evaluation
 
     settings = load_settings(config, model=model, beams=beams, max_tokens=max_tokens, device=device, dtype=dtype,
                              k=k, max_rounds=max_rounds)
@@ -161,7 +160,7 @@ def eval_compare(runs, metrics, out) -> None:
       factweave eval compare benchmarks/results/eval/kamel-*.json benchmarks/results/eval/popqa-*.json
       factweave eval compare runs/ --metric exact_accuracy --metric set_f1 --out runs/comparison.md
     """
-    from .compare import DEFAULT_METRICS, compare_markdown, expand_runs, load_run
+    from ..eval.compare import DEFAULT_METRICS, compare_markdown, expand_runs, load_run
 
     text = compare_markdown([load_run(p) for p in expand_runs(runs)], metrics or DEFAULT_METRICS)
     click.echo(text)

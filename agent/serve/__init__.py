@@ -15,7 +15,7 @@ size and the number of generations running and waiting are limited (413, 429).
 Example::
 
     from agent.llm import LocalChat
-    from agent.llm.server import serve_in_thread
+    from agent.serve import serve_in_thread
 
     base_url, stop = serve_in_thread(LocalChat("smollm2-135m"))   # or [fact_agent, local_chat]
     # OpenAI(base_url=base_url, api_key="unused").chat.completions.create(...)
@@ -26,7 +26,14 @@ from __future__ import annotations
 from .agent_model import AGENT_MODEL_ID, AgentModel
 from .app import create_app
 from .limits import RequestGate, ServerLimits
-from .models import BadReplyRequest, ChatClientModel, ReplyEnd, ReplyError, ServedModel, served_models
+from .models import (
+           BadReplyRequest,
+           ChatClientModel,
+           ReplyEnd,
+           ReplyError,
+           ServedModel,
+           served_models,
+)
 from .origins import OriginPolicy
 from .run import LOOPBACK, base_url, bind_socket, run, serve_in_thread
 

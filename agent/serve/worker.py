@@ -1,6 +1,6 @@
 """A generation in a thread of its own, its pieces handed to the event loop as they come.
 
-The thread first waits for a slot of the :class:`~agent.llm.server.limits.RequestGate`, runs
+The thread first waits for a slot of the :class:`~agent.serve.limits.RequestGate`, runs
 the model, and frees the slot when the model is done, so the gate counts generations, not
 requests. The reader (a request handler) sets :attr:`Generation.stop` when its client goes
 away; the model stops generating and the thread ends.

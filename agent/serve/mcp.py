@@ -23,7 +23,7 @@ Example::
 
     import anyio
     from mcp import Client
-    from agent.mcp_server import build_mcp_server
+    from agent.serve.mcp import build_mcp_server
 
     async def main(agent):                       # a FactAgent, e.g. from agent.runtime.open_agent
         async with Client(build_mcp_server(agent)) as client:     # in-process, no subprocess
@@ -36,25 +36,21 @@ Example::
 # with inspect.signature(eval_str=True), which sees module globals only, and `Context` is imported
 # inside build_mcp_server so that `factweave --help` does not pay for importing the SDK.
 import logging
-import sys
 import threading
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import click
 from pydantic import BaseModel, Field, ValidationError
 
-from .cli_options import agent_options
-from .errors import FactweaveError, first_validation_error
+from ..errors import FactweaveError, first_validation_error
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from .pipeline import FactAgent
+    from ..pipeline import FactAgent
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +133,7 @@ class _AgentSlot:
     (and then closed when it stops)."""
 
     def __init__(self, agent: "FactAgent | Callable[[], FactAgent]") -> None:
-        from .pipeline import FactAgent
+        from ..pipeline import FactAgent
 
         self._given = isinstance(agent, FactAgent)
         self._agent: "FactAgent | None" = agent if self._given else None
@@ -214,7 +210,7 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import ToolAnnotations
 
-    from .prompts import read_prompt
+    from ..prompts import read_prompt
 
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")
@@ -258,7 +254,7 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
                   conversation: Annotated[list[ConversationTurn] | None,
                                           Field(description=read_prompt("mcp/ask-conversation.txt"))] = None,
                   ) -> AskResult:
-        from .pipeline.conversation import trim_history
+        from ..pipeline.conversation import trim_history
 
         if not question.strip():
             raise ToolError('the question is empty: ask one in words, e.g. "Where was Mira Quell born?"')
@@ -273,7 +269,7 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
                                 for fact in reply["facts"]],
                          timings=trace["timings"], tokens=trace["tokens"], trace=trace if include_trace else None)
 
-    from .web.graph_search import GraphSearchSettings
+    from ..web.graph_search import GraphSearchSettings
 
     weights = GraphSearchSettings()
     search_description = Template(read_prompt("mcp/search_facts.txt")).substitute(
@@ -312,7 +308,7 @@ def _answer(agent: "FactAgent", question: str, history: list[dict[str, str]], st
     """Run the agent (in a worker thread), reporting each step as MCP progress; the answer event."""
     import anyio.from_thread
 
-    from .pipeline.trace import describe_step
+    from ..pipeline.trace import describe_step
 
     final: dict[str, Any] = {}
     steps = 0
@@ -351,47 +347,3 @@ def _version() -> str:
         return version("factweave")
     except PackageNotFoundError:
         return ""
-
-
-# --- the command ----------------------------------------------------------------------------------
-
-@click.command("mcp")
-@agent_options
-def mcp_command(config: Path | None, model: str | None, web_dir: Path | None,
-                tree: str | None, rerank: bool | None) -> None:
-    """Serve the agent as Model Context Protocol tools over stdio, for MCP clients to embed:
-    `ask` (an answer with the facts behind it) and `search_facts` (the knowledge web's nearest
-    facts). stdout carries the protocol only; progress and errors go to stderr. Other settings
-    (beams, max_tokens, k, device, endpoints) come from the settings file or FACTWEAVE_*.
-
-    \b
-    Example:
-      factweave mcp --web my-web --model qwen2.5-coder-0.5b
-
-    \b
-    In an MCP client's configuration (Claude Desktop: claude_desktop_config.json):
-      {"mcpServers": {"factweave": {
-          "command": "/path/to/factweave/.venv/bin/factweave",
-          "args": ["mcp", "--web", "/path/to/my-web"]}}}
-    """
-    from .runtime import open_agent
-    from .settings import load_settings
-
-    # Settings errors end here, before serving, as one line; opening the agent happens while serving.
-    settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank)
-    failed: list[FactweaveError] = []
-
-    def open_or_report() -> "FactAgent":
-        try:
-            return open_agent(settings, progress=True)
-        except FactweaveError as exc:  # the tools report it too; the exit status says so at the end
-            failed.append(exc)
-            click.echo(f"Error: {exc}", err=True)
-            raise
-
-    server = build_mcp_server(open_or_report, max_concurrency=settings.max_concurrency)
-    click.echo(f"factweave MCP server on stdio ({settings.model}, tree {settings.effective_tree()}); "
-               "opening the agent...", err=True)
-    server.run("stdio")
-    if failed:
-        sys.exit(1)

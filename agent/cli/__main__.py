@@ -1,0 +1,4 @@
+"""``python -m agent.cli``: the ``factweave`` command."""
+from .main import main
+
+main()
