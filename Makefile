@@ -42,9 +42,11 @@ ask: install-demo
 # Every test this machine can run: what the browser and PostgreSQL tests need is installed where
 # allowed (tools/test-prereqs); the run's last line names the groups skipped and how to run them.
 # First the docs site (mkdocs.yml): --strict fails on any warning, a broken link or anchor among
-# them (not with -q, which hides the warnings it counts).
+# them (not with -q, which hides the warnings it counts); then the import rules (pyproject.toml,
+# [tool.importlinter]: no import circle, the core never imports the evaluation or an interface).
 test: install $(VENV)/.installed-default
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(VENV)/bin/lint-imports
 	tools/test-prereqs $(PY)
 	$(PY) -m pytest -q
 

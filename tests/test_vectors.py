@@ -19,7 +19,8 @@ from agent.errors import FactweaveError, IndexMismatchError
 from agent.web.local_vectors import LocalVectorIndex
 from agent.web.pinecone_index import PineconeVectorIndex
 from agent.web.vector_filters import matches_filter
-from agent.web.vectors import VectorIndex, open_vector_index
+from agent.web.vector_stores import open_vector_index
+from agent.web.vectors import VectorIndex
 
 REPO = Path(__file__).resolve().parents[1]
 DIM = 8

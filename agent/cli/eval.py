@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..eval.methods import METHODS, default_methods
+from ..extras import require
 from .options import MODEL_HELP
 
 
@@ -78,6 +79,7 @@ def _eval_options(f):
 def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, model, beams, max_tokens, batch_size, k,
          max_rounds, judge, judge_base_url, judge_model, seed, samples, kgd_chunks, nli_model, device, dtype,
          out, kind: str | None = None) -> None:
+    require("eval", "factweave eval")
     from tqdm.auto import tqdm
 
     from ..eval.datasets import data_path, load_questions

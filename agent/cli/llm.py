@@ -5,6 +5,8 @@ import os
 
 import click
 
+from ..extras import require
+
 
 @click.group("llm")
 def llm_group() -> None:
@@ -36,6 +38,7 @@ def llm_serve(model, host, port, api_key_env, allowed_hosts, cors_origins, insec
       factweave llm serve --port 8000 &
       factweave web search "Who founded Zorblax Station?" --rerank --base-url http://127.0.0.1:8000/v1
     """
+    require("serve", "factweave llm serve")
     from ..llm.client import LocalChat
     from ..serve import OriginPolicy, run
     from ..serve.run import refuse_if_exposed

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import FactweaveError
+from ..extras import require
 from ..settings import load_settings
 from .options import agent_options
 
@@ -33,6 +34,7 @@ def mcp_command(config: Path | None, model: str | None, web_dir: Path | None,
           "command": "/path/to/factweave/.venv/bin/factweave",
           "args": ["mcp", "--web", "/path/to/my-web"]}}}
     """
+    require("mcp", "factweave mcp")
     # Lazy: the agent's runtime and the server package import torch and FastAPI, which
     # `factweave --help` must not pay for.
     from ..runtime import open_agent

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from ..extras import require
 from .options import agent_options
 
 
@@ -38,6 +39,7 @@ def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurre
       curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
         -d '{"model": "factweave", "messages": [{"role": "user", "content": "Who founded Zorblax Station?"}]}'
     """
+    require("serve", "factweave serve")
     from ..llm.client import LocalChat
     from ..runtime import load_settings_model, open_agent
     from ..serve import OriginPolicy, ServerLimits, bind_socket, run

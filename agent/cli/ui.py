@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import FactweaveError
+from ..extras import require
 from ..settings import load_settings
 from .options import agent_options
 
@@ -60,6 +61,7 @@ def ui_command(config, model, web_dir, tree, rerank, host, port, allowed_hosts, 
       factweave ui                                 # http://127.0.0.1:7860, demo knowledge
       FACTWEAVE_UI_AUTH=me:secret factweave ui --model smollm2-135m --host 0.0.0.0
     """
+    require("ui", "factweave ui")
     # Lazy: the UI imports Gradio (the [ui] extra) and torch, which other commands must not pay for.
     from ui.app import build_ui, demo_examples, launch
     from ui.runtime import UIRuntime

@@ -46,7 +46,7 @@ from pathlib import Path
 from ..knowledge.facts import Fact
 from ..knowledge.kamel import (DEFAULT_SPLITS, property_labels, question_templates, relation_ids,
                                relation_rows)
-from .datasets import EvalQuestion, natural_key
+from .questions import EvalQuestion, natural_key
 
 KINDS = ("follow-up", "two-hop")
 WEB_SPLIT = "dev"

@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import FactweaveError, InputError
 from ..knowledge.facts import Fact
 from ..web.documents import Document, read_json
+from .questions import EvalQuestion, natural_key
 
 DATASETS = ("kamel", "popqa", "musique", "hotpotqa", "2wiki", "kamel-chat")
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -52,19 +51,6 @@ KAMEL_DATASETS = frozenset({"kamel", "kamel-chat"})
 # A passage dataset's questions file and the corpus file beside it share a stem.
 _QUESTION_SUFFIX = {"musique": "_with_paragraphs.json", "hotpotqa": "_with_context.json"}
 _CORPUS_SUFFIX = "_corpus.json"
-
-
-@dataclass(frozen=True)
-class EvalQuestion:
-    """One question: ``answers`` holds every accepted gold answer (label and aliases);
-    ``history`` the conversation's earlier turns, oldest first (``{"role": "user" | "assistant",
-    "content": str}``), empty for a question asked alone."""
-
-    id: str
-    text: str
-    answers: tuple[str, ...]
-    meta: dict[str, Any] = field(default_factory=dict, compare=False)
-    history: tuple[dict[str, str], ...] = field(default=(), hash=False)
 
 
 def data_path(dataset: str, data: str | Path | None = None) -> Path:
@@ -113,11 +99,6 @@ def load_questions(dataset: str, data: str | Path | None = None, *, limit: int |
                      "hotpotqa": hotpotqa_questions, "2wiki": twowiki_questions}[dataset](path)
     return sample_questions(questions, lambda q: str(q.meta.get("stratum", q.meta.get("relation", ""))),
                             limit=limit, seed=seed)
-
-
-def natural_key(text: str) -> list[Any]:
-    """Sort key with numbers by value: P19 before P106."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part]
 
 
 def sample_questions(questions: Sequence[EvalQuestion], stratum: Callable[[EvalQuestion], str], *,

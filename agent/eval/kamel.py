@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from ..decoding.generate import FactGenerator
 from ..errors import FactweaveError
 from ..knowledge.kamel import Question
-from .datasets import EvalQuestion
 from .methods import LLMOnlyMethod, ReFactXMethod
+from .questions import EvalQuestion
 from .run import MethodResult, evaluate_methods
 
 MODES = ("refactx", "llm-only")

@@ -37,8 +37,8 @@ from string import Template
 from typing import TYPE_CHECKING, Any
 
 from ..prompts import FewShotPrompt, read_prompt, render_prompt
-from .datasets import EvalQuestion
 from .methods import MethodAnswer
+from .questions import EvalQuestion
 
 if TYPE_CHECKING:
     from ..baselines.kgd import CachedEncoder, RelevanceScorer

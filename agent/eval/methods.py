@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .datasets import EvalQuestion
+from .questions import EvalQuestion
 
 if TYPE_CHECKING:
     from ..pipeline import FactAgent

@@ -18,7 +18,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .datasets import natural_key
+from ..extras import require
+from .questions import natural_key
 
 if TYPE_CHECKING:
     from .report import EvalReport
@@ -65,6 +66,7 @@ def _save(fig, path: Path) -> Path:
 
 def write_plots(report: EvalReport, out_dir: Path, stem: str) -> list[Path]:
     """Write the three figures for ``report`` into ``out_dir``; their paths."""
+    require("eval", "the evaluation's figures")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from ..files import write_text
-from .datasets import natural_key
 from .plots import stratum_f1, stratum_scores, write_plots
+from .questions import natural_key
 from .run import MethodResult
 
 COLUMNS = ("method", "answered", "EM acc", "EM prec", "approx acc", "approx prec", "F1", "grounded", "proven",

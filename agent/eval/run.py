@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .datasets import EvalQuestion
+from .questions import EvalQuestion
 from .judge import AnswerJudge
 from .methods import EvalMethod, MethodAnswer
 from .metrics import (Record, Score, SetScore, approximate_match, counts_as_answered, exact_match, macro_set_scores,

@@ -53,7 +53,7 @@ from ..errors import FactweaveError
 from ..files import replacing
 from ..knowledge.facts import Fact
 from .cursor import FactCursor
-from .storage import read_json_header
+from .header import read_json_header
 from .tokens import refuse_other_tokenizer, tokenizer_fingerprint
 from .workdir import WorkDir
 

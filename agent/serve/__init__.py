@@ -23,19 +23,16 @@ Example::
 """
 from __future__ import annotations
 
-from .agent_model import AGENT_MODEL_ID, AgentModel
-from .app import create_app
-from .limits import RequestGate, ServerLimits
-from .models import (
-           BadReplyRequest,
-           ChatClientModel,
-           ReplyEnd,
-           ReplyError,
-           ServedModel,
-           served_models,
-)
-from .origins import OriginPolicy
-from .run import LOOPBACK, base_url, bind_socket, run, serve_in_thread
+from ..extras import require
+
+require("serve", "agent.serve (factweave serve)")
+
+from .agent_model import AGENT_MODEL_ID, AgentModel  # noqa: E402 (after the extra's check)
+from .app import create_app, served_models  # noqa: E402
+from .limits import RequestGate, ServerLimits  # noqa: E402
+from .models import BadReplyRequest, ChatClientModel, ReplyEnd, ReplyError, ServedModel  # noqa: E402
+from .origins import OriginPolicy  # noqa: E402
+from .run import LOOPBACK, base_url, bind_socket, run, serve_in_thread  # noqa: E402
 
 __all__ = ["AGENT_MODEL_ID", "LOOPBACK", "AgentModel", "BadReplyRequest", "ChatClientModel", "ReplyEnd",
            "OriginPolicy", "ReplyError", "RequestGate", "ServedModel", "ServerLimits", "base_url", "bind_socket",

@@ -12,7 +12,7 @@ import hmac
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -23,9 +23,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agent.errors import FactweaveError, first_validation_error
 
+from ..llm.client import ChatClient
+from ..pipeline import FactAgent
 from . import wire
+from .agent_model import AgentModel
 from .limits import RequestGate, ServerLimits, read_body
-from .models import ReplyEnd, ReplyError, served_models
+from .models import ChatClientModel, ReplyEnd, ReplyError, ServedModel
 from .origins import OriginGuard, OriginPolicy
 from .worker import Generation
 
@@ -220,3 +223,28 @@ async def _stream(generation: Generation, first: Any, completion_id: str, model_
             # stops generating for nobody.
             log.info("%s: the client went away; stopping its generation with %s", completion_id, model_id)
             generation.cancel()
+
+
+def served_models(models: Any, default_max_tokens: int = 256) -> dict[str, ServedModel]:
+    """``models`` (one, or an iterable of: :class:`ServedModel`, :class:`ChatClient`,
+    :class:`~agent.pipeline.FactAgent`) as served models by id, in the given order."""
+    items = [models] if not isinstance(models, Iterable) or isinstance(models, (str, bytes)) else list(models)
+    if not items:
+        raise ValueError("give at least one model to serve")
+    served: dict[str, ServedModel] = {}
+    for item in items:
+        model = _as_served(item, default_max_tokens)
+        if model.id in served:
+            raise ValueError(f"two served models have the id {model.id!r}")
+        served[model.id] = model
+    return served
+
+
+def _as_served(item: Any, default_max_tokens: int) -> ServedModel:
+    if isinstance(item, FactAgent):
+        return AgentModel(item)
+    if isinstance(item, ServedModel):
+        return item
+    if isinstance(item, ChatClient):
+        return ChatClientModel(item, default_max_tokens)
+    raise TypeError(f"cannot serve {item!r}: give a ChatClient, a FactAgent or a ServedModel")

@@ -14,7 +14,7 @@ Example::
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union, runtime_checkable
 
@@ -117,32 +117,3 @@ class ChatClientModel:
         yield reply.text
         yield ReplyEnd(finish_reason=reply.finish_reason, prompt_tokens=reply.prompt_tokens,
                        completion_tokens=reply.completion_tokens, stopped=reply.cancelled)
-
-
-def served_models(models: Any, default_max_tokens: int = 256) -> dict[str, ServedModel]:
-    """``models`` (one, or an iterable of: :class:`ServedModel`, :class:`ChatClient`,
-    :class:`~agent.pipeline.FactAgent`) as served models by id, in the given order."""
-    items = [models] if not isinstance(models, Iterable) or isinstance(models, (str, bytes)) else list(models)
-    if not items:
-        raise ValueError("give at least one model to serve")
-    served: dict[str, ServedModel] = {}
-    for item in items:
-        model = _as_served(item, default_max_tokens)
-        if model.id in served:
-            raise ValueError(f"two served models have the id {model.id!r}")
-        served[model.id] = model
-    return served
-
-
-def _as_served(item: Any, default_max_tokens: int) -> ServedModel:
-    from agent.pipeline import FactAgent
-
-    from .agent_model import AgentModel
-
-    if isinstance(item, FactAgent):
-        return AgentModel(item)
-    if isinstance(item, ServedModel):
-        return item
-    if isinstance(item, ChatClient):
-        return ChatClientModel(item, default_max_tokens)
-    raise TypeError(f"cannot serve {item!r}: give a ChatClient, a FactAgent or a ServedModel")

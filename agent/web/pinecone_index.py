@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from agent.errors import FactweaveError, IndexMismatchError
+from agent.extras import require
 from agent.web.vector_checks import check_ids, check_k, check_matrix, check_upsert
 from agent.web.vector_filters import check_filter
 from agent.web.vectors import VectorHit
@@ -92,6 +93,7 @@ class PineconeVectorIndex:
     # -- plumbing ---------------------------------------------------------------------------
 
     def _connect(self, host: str | None, control_host: str | None, timeout_s: float):
+        require("pinecone", "a Pinecone vector index")
         from pinecone import Pinecone
 
         def connect():

@@ -31,7 +31,7 @@ backends: ``{"field": value}``, ``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$
 are strings, numbers, booleans or lists of strings (Pinecone's rule); on a list field ``$eq``
 and ``$in`` match when any element does.
 
-Example::
+Example (:func:`agent.web.vector_stores.open_vector_index` opens one by kind)::
 
     index = open_vector_index("local", folder=Path("kb.vectors"), dim=embedder.dim,
                               fingerprint=embedder.fingerprint)
@@ -42,16 +42,13 @@ Example::
 """
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from agent.errors import FactweaveError
-
-__all__ = ["VectorHit", "VectorIndex", "open_vector_index"]
+__all__ = ["VectorHit", "VectorIndex"]
 
 @dataclass(frozen=True)
 class VectorHit:
@@ -88,29 +85,3 @@ class VectorIndex(Protocol):
     def refresh(self) -> bool: ...
 
     def close(self) -> None: ...
-
-
-def open_vector_index(kind: str = "local", **options: Any) -> VectorIndex:
-    """Open a vector index by kind.
-
-    * ``"local"``: ``folder``, ``dim``, ``fingerprint`` (and :class:`LocalVectorIndex`'s tuning
-      options);
-    * ``"pinecone"``: ``index_name``, ``dim`` and optionally ``namespace``, ``api_key`` (else
-      ``PINECONE_API_KEY``), ``host``, ``batch_size``, ``max_retries`` (see
-      :class:`agent.web.pinecone_index.PineconeVectorIndex`).
-    """
-    if kind == "local":
-        from agent.web.local_vectors import LocalVectorIndex
-
-        factory: Any = LocalVectorIndex
-    elif kind == "pinecone":
-        from agent.web.pinecone_index import PineconeVectorIndex
-
-        factory = PineconeVectorIndex
-    else:
-        raise FactweaveError(f"unknown vector index kind {kind!r}; use 'local' or 'pinecone'")
-    try:
-        inspect.signature(factory).bind(**options)
-    except TypeError as error:
-        raise FactweaveError(f"vector index {kind!r}: {error}") from None
-    return factory(**options)

@@ -143,7 +143,7 @@ class KnowledgeWeb:
         """
         from ..embeddings import Embedder as _Embedder
         from .arcade import open_graph
-        from .vectors import open_vector_index
+        from .vector_stores import open_vector_index
 
         folder = Path(folder).expanduser()
         folder.mkdir(parents=True, exist_ok=True)

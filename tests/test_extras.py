@@ -1,0 +1,87 @@
+"""A bare install (no extras) answers from the command line and Python; each interface that needs
+an extra says which, in one line. The extras' modules are made unimportable in a child process
+(``sys.modules[name] = None``, what Python does for a module that is not there), so this runs
+in the test environment, which has every extra installed."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agent.extras import EXTRAS
+
+REPO = Path(__file__).resolve().parents[1]
+# Every extra's modules, and what they bring that the core must not lean on either.
+BLOCKED = sorted({m for mods in EXTRAS.values() for m in mods} | {"starlette", "matplotlib", "langchain"})
+
+
+def bare(tmp_path: Path, *args: str, cache: Path | None = None, code: str | None = None) -> subprocess.CompletedProcess:
+    """``factweave ARGS`` (or Python ``code``) in a child where no extra is installed."""
+    site = tmp_path / "bare-site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(textwrap.dedent(f"""
+        import sys
+        for name in {BLOCKED!r}:
+            sys.modules[name] = None
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FACTWEAVE_", "OPENAI_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
+    if cache is not None:
+        env["FACTWEAVE_CACHE"] = str(cache)
+    argv = [sys.executable, "-c", code] if code is not None else [sys.executable, "-m", "agent.cli", *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO, timeout=900, check=False)
+
+
+def test_the_blocker_really_hides_the_extras(tmp_path):
+    proc = bare(tmp_path, code="import gradio")
+    assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr
+
+
+def test_every_core_module_imports_without_an_extra(tmp_path):
+    code = textwrap.dedent("""
+        import importlib, pathlib
+        root = pathlib.Path("agent")
+        names = [".".join(p.with_suffix("").parts).removesuffix(".__init__") for p in sorted(root.rglob("*.py"))]
+        skipped = ("agent.serve", "agent.cli.__main__")  # the server is the [serve] extra; __main__ runs the CLI
+        names = [n for n in names if not n.startswith(skipped)]
+        for name in names:
+            importlib.import_module(name)
+        print(len(names))
+    """)
+    proc = bare(tmp_path, code=code)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) > 80  # the walk found the package's modules
+
+
+@pytest.mark.model
+def test_a_bare_install_answers_from_the_command_line(tmp_path, cache_dir):
+    from agent.knowledge.kamel import demo_kamel_root, kamel_questions
+
+    question = kamel_questions(demo_kamel_root(), split="dev", limit=1)[0]
+    proc = bare(tmp_path, "ask", question.text, "--tree", "kb", "--model", "smollm2-135m", "--max-tokens", "32",
+                "--json", cache=cache_dir)
+    assert proc.returncode == 0, proc.stderr
+    reply = json.loads(proc.stdout)
+    assert reply["text"] and reply["trace"]["steps"]
+    for fact in reply["facts"]:  # constrained to the demo KB, as with every extra installed
+        assert reply["text"][fact["start"]:fact["end"]] == fact["text"]
+
+
+@pytest.mark.parametrize("args, extra", [
+    (("ui",), "ui"),
+    (("serve",), "serve"),
+    (("llm", "serve"), "serve"),
+    (("mcp",), "mcp"),
+    (("eval", "kamel", "--limit", "1"), "eval"),
+])
+def test_an_interface_without_its_extra_names_the_pip_install(tmp_path, args, extra):
+    proc = bare(tmp_path, *args)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"pip install 'factweave[{extra}]'" in lines[0]
