@@ -264,3 +264,27 @@ def test_a_build_killed_midway_leaves_nothing_the_next_build_keeps(smollm, demo_
     index = load_index(out, smollm.tokenizer)
     assert len(index) == len(demo_index)
     assert {index.facts[i].text for i in range(len(index))} == {f.text for f in demo_index.facts}
+
+
+def test_every_fact_index_is_a_fact_tree_and_walks_the_same(tmp_path):
+    """The in-memory tree, the disk index and a growing union of them implement the cursor API of
+    :class:`agent.index.base.FactTree` and constrain a walk to the same facts (PostgreSQL's index
+    is checked the same way in tests/test_postgres_index.py)."""
+    from agent.index import GrowingFactIndex
+    from agent.index.base import FactList, FactTree
+
+    facts = [Fact("Paris", "capital of", "France"), Fact("Berlin", "capital of", "Germany"),
+             Fact("Paris", "country", "France")]
+    tok = word_tokenizer()
+    memory = FactIndex.build(facts, tok)
+    build_disk_index(iter(facts), tok, tmp_path / "kb.fwd")
+    disk = DiskFactIndex.open(tmp_path / "kb.fwd", tok)
+    grown = GrowingFactIndex(FactIndex.build(facts[:1], tok), tok)
+    grown.grow(facts[1:])
+    walked = []
+    for index in (memory, disk, grown):
+        assert isinstance(index, FactTree) and isinstance(index.facts, FactList)
+        assert len(index) == 3
+        walked.append(sorted(tok.decode(list(t)) for t in enumerate_facts(index, index.root())))
+    assert walked[0] == walked[1] == walked[2] and len(walked[0]) == 3
+    assert not isinstance(object(), FactTree)

@@ -11,6 +11,7 @@ from conftest import run_cli, word_tokenizer
 
 from agent.errors import FactweaveError, IndexMismatchError
 from agent.index import FactIndex
+from agent.index.base import FactList, FactTree
 from agent.index.postgres import (PostgresFactIndex, PostgresUnavailableError, list_indexes, load_fact_index,
                                   partition)
 from agent.knowledge.facts import Fact
@@ -59,6 +60,7 @@ def test_every_node_and_used_set_matches_the_in_memory_index(pg_dsn, block_nodes
     load_fact_index(pg_dsn, mem, name="fwtest_tokens", block_nodes=block_nodes)
     with PostgresFactIndex.open(pg_dsn, "fwtest_tokens", prefetch_nodes=prefetch, cache_rows=64) as pg:
         assert (len(pg), pg.node_count, pg.fingerprint) == (len(mem), mem.node_count, "test")
+        assert isinstance(pg, FactTree) and isinstance(pg.facts, FactList)  # the decoder's cursor API
         assert walk_all(mem, pg, pg.root()) == mem.node_count
         rng = random.Random(block_nodes)
         for _ in range(5):

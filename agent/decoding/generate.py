@@ -16,6 +16,7 @@ from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria,
 from transformers.generation.streamers import BaseStreamer
 
 from ..errors import IndexMismatchError
+from ..index.base import FactTree
 from ..index.tokens import tokenizer_fingerprint
 from ..models import cache_keyword, encode_padded, stateless_tokenizer
 from ..prompts import FewShotPrompt, render_prompt
@@ -206,7 +207,7 @@ class FactGenerator:
     token pieces of another generator on the same tokenizer (building them reads the whole
     vocabulary: 1.7 s for qwen2.5-coder's 151k tokens)."""
 
-    def __init__(self, model: Any, tokenizer: Any, index: Any | None, *, prompt: FewShotPrompt | None = None,
+    def __init__(self, model: Any, tokenizer: Any, index: FactTree | None, *, prompt: FewShotPrompt | None = None,
                  beams: int = 1, max_new_tokens: int = 160, prefix_cache: bool = True,
                  vocab: TokenVocab | None = None) -> None:
         self.model, self.tokenizer = model, tokenizer
@@ -228,13 +229,13 @@ class FactGenerator:
         return self._index
 
     @index.setter
-    def index(self, index: Any | None) -> None:
+    def index(self, index: FactTree | None) -> None:
         # The tracker is the index's reader: replacing one without the other would constrain to
         # the old facts while spans are located in the new ones.
         tracker = FactTracker(self._checked(index), self.vocab) if index is not None else None
         self._index, self.tracker = index, tracker
 
-    def with_index(self, index: Any | None) -> FactGenerator:
+    def with_index(self, index: FactTree | None) -> FactGenerator:
         """A generator sharing this one's model, tokenizer, vocabulary and prompt cache, constrained
         to ``index``; this one is unchanged, so answers under way on it keep the facts they started
         with (a fact id they state means a fact of their index)."""
@@ -248,7 +249,7 @@ class FactGenerator:
         if close is not None:
             close()
 
-    def _checked(self, index: Any) -> Any:
+    def _checked(self, index: FactTree) -> FactTree:
         """``index`` if it was built for this generator's tokenizer (token ids must mean the same)."""
         expected = tokenizer_fingerprint(self.tokenizer)
         if getattr(index, "fingerprint", expected) != expected:
@@ -263,7 +264,7 @@ class FactGenerator:
         return self.answer_batch([question], **kwargs)[0]
 
     def answer_batch(self, questions: Sequence[Prompt], *, constrained: bool = True, beams: int | None = None,
-                     max_new_tokens: int | None = None, index: Any | None = None,
+                     max_new_tokens: int | None = None, index: FactTree | None = None,
                      on_fact: OnFact | None = None, reply_prefix: str | Sequence[str] = "",
                      cancel: threading.Event | None = None, stop_items: set[int] | None = None) -> list[Answer]:
         """Answer ``questions`` in one batched ``generate`` call.
@@ -293,7 +294,7 @@ class FactGenerator:
         return self._finish(run, out[:, run.prompt_len:].tolist(), generated)
 
     def stream(self, question: Prompt, *, constrained: bool = True, beams: int | None = None,
-               max_new_tokens: int | None = None, index: Any | None = None,
+               max_new_tokens: int | None = None, index: FactTree | None = None,
                on_fact: OnFact | None = None, reply_prefix: str = "",
                cancel: threading.Event | None = None, stop_items: set[int] | None = None) -> Iterator[GenerationEvent]:
         """Answer ``question`` as a stream of :class:`GenerationEvent`: text as it is generated,
@@ -428,7 +429,7 @@ class FactGenerator:
                 return self.model.generate(**run.inputs, **run.kwargs, **extra)
 
     def _prepare(self, questions: Sequence[Prompt], constrained: bool, beams: int | None,
-                 max_new_tokens: int | None, index: Any | None, on_fact: OnFact | None = None,
+                 max_new_tokens: int | None, index: FactTree | None, on_fact: OnFact | None = None,
                  reply_prefix: str | Sequence[str] = "", cancel: threading.Event | None = None,
                  stop_items: set[int] | None = None) -> _Run:
         tracker = self.tracker if index is None else FactTracker(self._checked(index), self.vocab)

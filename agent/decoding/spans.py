@@ -5,6 +5,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..index.base import FactTree
+
 
 @dataclass(frozen=True)
 class FactSpan:
@@ -40,7 +42,7 @@ def decode_tokens(tokenizer: Any, ids: Sequence[int]) -> str:
     return tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
 
-def locate_spans(tokenizer: Any, index: Any, tokens: Sequence[int], spans: Sequence[tuple[int, int, int]]) -> tuple[str, list[FactSpan]]:
+def locate_spans(tokenizer: Any, index: FactTree, tokens: Sequence[int], spans: Sequence[tuple[int, int, int]]) -> tuple[str, list[FactSpan]]:
     """The decoded text of ``tokens`` and each ``(fact_id, start_token, end_token)`` as a
     :class:`FactSpan` with character offsets into that text (leading space of the fact excluded)."""
     text = decode_tokens(tokenizer, tokens)

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..index.base import FactTree
 from ..index.cursor import FactCursor
 from .vocab import OTHER, TokenVocab, advance_line
 
@@ -28,9 +29,9 @@ class TraceState(NamedTuple):
 
 
 class FactTracker:
-    """Binds an index (any object with the FactIndex cursor API) to a tokenizer's vocabulary."""
+    """Binds an index (any :class:`~agent.index.base.FactTree`) to a tokenizer's vocabulary."""
 
-    def __init__(self, index, vocab: TokenVocab) -> None:
+    def __init__(self, index: FactTree, vocab: TokenVocab) -> None:
         self.index = index
         self.vocab = vocab
         self._end = frozenset(int(t) for t in vocab.end_tokens)

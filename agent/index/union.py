@@ -40,6 +40,7 @@ import numpy as np
 
 from ..errors import IndexMismatchError
 from ..knowledge.facts import Fact
+from .base import FactTree
 from .disk import DiskFactIndex
 from .tokens import fact_token_ids, tokenizer_fingerprint
 from .trie import FactIndex
@@ -108,7 +109,7 @@ class GrowingFactIndex:
             ``DiskFactIndex``. Facts already in an added segment are always skipped.
     """
 
-    def __init__(self, base: Any, tokenizer: Any, *, max_facts: int = 4096, check_base: bool | None = None) -> None:
+    def __init__(self, base: FactTree, tokenizer: Any, *, max_facts: int = 4096, check_base: bool | None = None) -> None:
         mine = tokenizer_fingerprint(tokenizer)
         if base.fingerprint != mine:
             raise IndexMismatchError(
@@ -244,7 +245,7 @@ class GrowingFactIndex:
         return fact_id, UnionCursor(None, tuple(used))
 
 
-def _holds(index: Any, tokens: list[int]) -> bool:
+def _holds(index: FactTree, tokens: list[int]) -> bool:
     """Whether ``index`` has a fact of exactly these tokens (walked through its cursor API)."""
     cursor = index.root()
     try:

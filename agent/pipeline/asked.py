@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..index.base import FactTree
 from ..knowledge.normalize import normalize_answer
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class RelationLabels:
             return cls({row["label"]: row.get("description") or "" for row in rows if row.get("label")})
 
     @classmethod
-    def from_index(cls, index: Any, limit: int = MAX_SCAN) -> RelationLabels:
+    def from_index(cls, index: FactTree, limit: int = MAX_SCAN) -> RelationLabels:
         """The relations of the triples of a fact index (any backend with ``facts``)."""
         facts = getattr(index, "facts", None)
         if facts is None:

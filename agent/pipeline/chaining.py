@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..index.base import FactTree
 from ..index.trie import FactIndex
 from ..index.union import GrowingFactIndex
 from ..knowledge.facts import Fact
@@ -86,7 +87,7 @@ def hop_query(question: str, fact: str, entity: str) -> str:
     return f"{entity}: {question}"
 
 
-def subject_relations(index: Any, tokenizer: Any, subject: str, *, max_nodes: int = 400) -> list[str]:
+def subject_relations(index: FactTree, tokenizer: Any, subject: str, *, max_nodes: int = 400) -> list[str]:
     """The relations of the triples ``<subject> <relation> <...>`` in a fact tree (any backend:
     only the cursor API is used), read from the tree itself: the subject's tokens are followed,
     then the branches below them until each relation's closing ``>`` (at most ``max_nodes``

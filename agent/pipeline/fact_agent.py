@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
+from ..index.base import FactTree
 from ..knowledge.normalize import normalize_answer
 from ..prompts import FewShotPrompt, listed_question
 from .asked import AskedCheck, AskedChecker, RelationLabels, RelationMatcher
@@ -454,7 +455,7 @@ class FactAgent:
         attempts = [r for r in records if r["step"] == "generate"]
         return {"attempts": state["attempts"] + attempts, "steps": records}
 
-    def _attempt(self, state: _State, tree: str, writer: ReplyWriter, prompt: Any, index: Any,
+    def _attempt(self, state: _State, tree: str, writer: ReplyWriter, prompt: Any, index: FactTree,
                  chain: ChainingTree | None, number: int) -> list[dict[str, Any]]:
         """One reply on ``index`` (written by ``writer``), its check, and one more fact when the
         fact holding the answer does not say what the question asks but the chain can go on."""
@@ -674,7 +675,7 @@ def shared_embedder() -> Any:
         return _SHARED["embedder"]
 
 
-def shared_matcher(embedder: Any, index: Any) -> RelationMatcher:
+def shared_matcher(embedder: Any, index: FactTree) -> RelationMatcher:
     """One :class:`RelationMatcher` per embedder and KB index (its relations read and embedded
     once: agents are made per question in places)."""
     key = ("matcher", id(embedder), id(index))
@@ -689,7 +690,7 @@ def shared_matcher(embedder: Any, index: Any) -> RelationMatcher:
         return entry[2]
 
 
-def default_relations(index: Any) -> RelationLabels:
+def default_relations(index: FactTree) -> RelationLabels:
     """The relations the answer check compares a question with: the bundled Wikidata property
     labels and descriptions (``agent/data/relations/``), and every relation of ``index``'s
     triples (described there when the label matches)."""

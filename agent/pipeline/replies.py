@@ -33,6 +33,7 @@ from ..decoding.generate import _ANSWER as ANSWER_LINE, parse_answer
 from ..decoding.greedy import DecodeSession, TransformersSteps
 from ..decoding.spans import CompletedFact, FactSpan, decode_tokens, locate_spans
 from ..decoding.tracker import FactTracker
+from ..index.base import FactTree
 from .chaining import ANSWER_LINE_TOKENS, ChainGuard
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class Reply:
     """A reply being written: its session, prompt and the guard watching its chain."""
 
     session: DecodeSession
-    index: Any
+    index: FactTree
     prompt_tokens: int
     cached_tokens: int
     prefill_s: float
@@ -84,7 +85,7 @@ class ReplyWriter:
     def _encode(self, text: str) -> list[int]:
         return self.generator._encode(text)
 
-    def start(self, prompt: Any, index: Any, *, question: str, on_fact: Callable[[CompletedFact], None] | None = None,
+    def start(self, prompt: Any, index: FactTree, *, question: str, on_fact: Callable[[CompletedFact], None] | None = None,
               cancel: threading.Event | None = None, guarded: bool = True) -> Reply:
         """Read the prompt (``prompt``: a question or messages, rendered with the generator's
         prompt) and get ready to write facts of ``index``; ``on_fact`` runs as each fact
