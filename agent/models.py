@@ -35,6 +35,10 @@ from agent.files import replacing, write_text
 
 log = logging.getLogger(__name__)
 
+# The model answering when none is named. Chosen by measurement on the demo KB
+# (docs/evaluation.md, "Decoding only: three presets"): the best accuracy per second of the three
+# packaged models on a 2-core CPU.
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 _CHUNK = 1 << 20
 _HF_DIR = "hf"
 _MANIFEST = "factweave-source.json"

@@ -10,8 +10,7 @@ from .decoding.generate import FactGenerator
 from .errors import FactweaveError
 from .index.files import open_index
 from .knowledge.kamel import demo_kamel_root
-from .models import LoadedModel, default_cache_dir, load_model
-from .settings import DEFAULT_MODEL
+from .models import DEFAULT_MODEL, LoadedModel, default_cache_dir, load_model
 
 if TYPE_CHECKING:
     from .pipeline import FactAgent
@@ -134,8 +133,7 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
         rerank = settings.effective_rerank()
         chat = open_chat(settings, loaded) if tree != "kb" and (rerank or settings.max_rounds) else None
         reranker = Reranker(chat) if rerank and chat is not None else None
-        agent = FactAgent(generator, web, reranker, tree=tree, k=settings.k,
-                          chat=chat, **settings.agent_options())
+        agent = FactAgent(generator, web, reranker, options=settings.agent_options(), chat=chat)
     except BaseException:
         if web is not None:
             web.close()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,11 +34,10 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from .errors import FactweaveError, first_validation_error
+from .models import DEFAULT_MODEL
+from .pipeline.agent_options import AgentOptions
 
 ENV_PREFIX = "FACTWEAVE_"
-# Chosen by measurement on the demo KB (README, "Evaluation", decoding only): the best accuracy per second
-# of the three packaged models on a 2-core CPU.
-DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 _config_file: ContextVar[Path | None] = ContextVar("factweave_config_file", default=None)
 
 
@@ -118,10 +118,14 @@ class Settings(BaseSettings):
                                            "(a triple's relation, a statement judged by the local model) before "
                                            "the answer stands (FACTWEAVE_CHECKS).")
 
-    def agent_options(self) -> dict[str, Any]:
-        """The keyword arguments of :class:`~agent.pipeline.FactAgent` these settings fix."""
-        return {"max_rounds": self.max_rounds, "max_subqueries": self.max_subqueries, "rewrite": self.rewrite,
-                "max_hops": self.max_hops, "checks": self.checks}
+    def agent_options(self, **changes: Any) -> AgentOptions:
+        """The agent's options these settings fix (:class:`~agent.pipeline.agent_options.AgentOptions`):
+        the effective tree, k and the fact-finding settings; ``changes`` override fields (a UI
+        session's tree and k)."""
+        options = AgentOptions(tree=self.effective_tree(), k=self.k, max_rounds=self.max_rounds,
+                               max_subqueries=self.max_subqueries, rewrite=self.rewrite, max_hops=self.max_hops,
+                               checks=self.checks)
+        return replace(options, **changes)
 
     # the server
     host: str = Field("127.0.0.1", description="Address `factweave serve` binds (FACTWEAVE_HOST).")

@@ -90,3 +90,21 @@ def test_config_command_prints_a_settings_file_that_reads_back(tmp_path):
     saved.write_text(proc.stdout)
     s = load_settings(saved)
     assert s.tree == "question" and s.api_key is None  # the masked key is not read back as "***"
+
+
+def test_the_agent_options_come_from_one_place(tmp_path, monkeypatch):
+    """The settings fix the agent's options (file, environment, arguments); a UI session's tree and
+    k override them; a bad value or an unknown option is refused where it is set."""
+    from agent.pipeline import AgentOptions
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "factweave.toml").write_text("max_hops = 1\nk = 7\n")
+    monkeypatch.setenv("FACTWEAVE_CHECKS", "false")
+    settings = load_settings(tree="question")
+    options = settings.agent_options()
+    assert options == AgentOptions(tree="question", k=7, max_hops=1, checks=False)
+    assert settings.agent_options(tree="kb", k=3) == AgentOptions(tree="kb", k=3, max_hops=1, checks=False)
+    with pytest.raises(ValueError, match="tree must be one of"):
+        settings.agent_options(tree="forest")
+    with pytest.raises(TypeError):
+        settings.agent_options(beam_width=3)

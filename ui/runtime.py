@@ -56,7 +56,9 @@ Progress = Callable[[float, str], None]
 
 @dataclass
 class AskOptions:
-    """A session's choices for its questions (the settings panel)."""
+    """A session's choices for its questions (the settings panel): ``tree`` and ``k`` override the
+    settings' :class:`~agent.pipeline.AgentOptions`; ``beams`` the generator's; ``rerank`` whether the
+    re-ranker runs."""
 
     tree: str = "both"
     beams: int = 1
@@ -232,8 +234,8 @@ class UIRuntime:
         agent = self._agents.get(key)
         if agent is None:
             agent = self._agents[key] = FactAgent(self.generator, self.web, self.reranker if rerank else None,
-                                                  tree=options.tree, k=options.k, chat=self.chat,
-                                                  **self.settings.agent_options())
+                                                  options=self.settings.agent_options(tree=options.tree, k=options.k),
+                                                  chat=self.chat)
         return agent
 
     def stream(self, question: str, options: AskOptions, stop: threading.Event | None = None, *,

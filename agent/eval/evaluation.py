@@ -158,8 +158,8 @@ def _agent(generator: Any, knowledge: EvalKnowledge, settings: Settings, loaded:
 
     chat = open_chat(settings, loaded)
     reranker = Reranker(chat) if settings.effective_rerank() else None
-    return FactAgent(generator, knowledge.web, reranker, tree=_agent_tree(settings), k=settings.k, chat=chat,
-                     **settings.agent_options())
+    return FactAgent(generator, knowledge.web, reranker, options=settings.agent_options(tree=_agent_tree(settings)),
+                     chat=chat)
 
 
 def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None = None,

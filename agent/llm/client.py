@@ -236,7 +236,7 @@ class LocalChat:
     """A local transformers model as a chat client: chat template, then ``generate``.
 
     ``model`` is a preset name, a folder, a Hub id, or an already :class:`LoadedModel`
-    (default: ``agent.settings.DEFAULT_MODEL``). ``temperature=0`` decodes greedily; a
+    (default: ``agent.models.DEFAULT_MODEL``). ``temperature=0`` decodes greedily; a
     positive temperature samples. Calls may run at once, on this client or on others sharing
     the loaded model (the agent's generator, the server's plain model): generations on one set
     of weights overlap correctly (the same answers) and two at once answered 1.39x faster than
@@ -262,7 +262,7 @@ class LocalChat:
         from agent.models import LoadedModel, load_model
 
         if model is None:
-            from agent.settings import DEFAULT_MODEL
+            from agent.models import DEFAULT_MODEL
 
             model = DEFAULT_MODEL
         if not isinstance(model, LoadedModel):

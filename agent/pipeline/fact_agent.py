@@ -46,16 +46,17 @@ import operator
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
 from ..index.base import FactTree
 from ..knowledge.normalize import normalize_answer
 from ..prompts import FewShotPrompt, listed_question
+from .agent_options import AgentOptions
 from .asked import AskedCheck, AskedChecker, RelationLabels, RelationMatcher
 from .chaining import ChainingTree
-from .conversation import MAX_CHARS, MAX_TURNS, Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
+from .conversation import Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
 from .grounding import DONT_KNOW, Grounding, clean_answer, ground, knows
 from .options import OptionsStep
 from .plan import PlanReader, QuestionPlan
@@ -67,13 +68,8 @@ if TYPE_CHECKING:
     from ..rerank import Reranker
     from ..web.web import KnowledgeWeb
 
-TREE_MODES = ("kb", "question", "both", "kb-first")
 # The listed-facts prompt of the read attempt.
 READ_PROMPT = "agent"
-# How a follow-up is made standalone: "chat" by the chat model, "rules" by rules, "auto" by the
-# chat model when it is an OpenAI-compatible endpoint (the small local models rewrite worse than
-# the rules), else by rules.
-REWRITE_MODES = ("auto", "chat", "rules")
 
 
 @dataclass
@@ -137,30 +133,17 @@ class FactAgent:
     """
 
     def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None,
-                 reranker: Reranker | None = None, *, tree: str = "both", k: int = 10, max_rounds: int = 0,
-                 max_subqueries: int = 2, chat: ChatClient | None = None, rewrite: str = "auto",
-                 max_hops: int = 3, hop_k: int = 5, max_tree_facts: int = 60, checks: bool = True,
-                 relations: RelationLabels | None = None,
-                 max_history_turns: int = MAX_TURNS, max_history_chars: int = MAX_CHARS) -> None:
-        if tree not in TREE_MODES:
-            raise ValueError(f"tree must be one of {', '.join(TREE_MODES)}, not {tree!r}")
-        if rewrite not in REWRITE_MODES:
-            raise ValueError(f"rewrite must be one of {', '.join(REWRITE_MODES)}, not {rewrite!r}")
-        if tree != "kb" and web is None:
-            raise ValueError(f"tree={tree!r} builds a tree from retrieved facts: give a knowledge web")
-        if tree != "question" and generator.index is None:
-            raise ValueError(f"tree={tree!r} needs the generator's knowledge-base index")
-        if k < 1 or max_rounds < 0 or max_subqueries < 0:
-            raise ValueError("k must be >= 1, max_rounds and max_subqueries >= 0")
+                 reranker: Reranker | None = None, *, options: AgentOptions | None = None,
+                 chat: ChatClient | None = None, relations: RelationLabels | None = None, **changes: Any) -> None:
+        options = replace(options or AgentOptions(), **changes)  # a field that does not exist: TypeError
+        if options.tree != "kb" and web is None:
+            raise ValueError(f"tree={options.tree!r} builds a tree from retrieved facts: give a knowledge web")
+        if options.tree != "question" and generator.index is None:
+            raise ValueError(f"tree={options.tree!r} needs the generator's knowledge-base index")
         self.generator, self.web, self.reranker = generator, web, reranker
-        self.tree, self.k = tree, k
-        self.max_rounds, self.max_subqueries = max_rounds, max_subqueries
+        self.options = options
         self.chat = chat if chat is not None else getattr(reranker, "client", None)
-        self.rewrite = rewrite
-        self.max_hops, self.hop_k, self.max_tree_facts = max_hops, hop_k, max_tree_facts
-        self.checks = checks
         self._relations = relations
-        self.max_history_turns, self.max_history_chars = max_history_turns, max_history_chars
         self._parts_lock = threading.RLock()  # a part may be built from another
         self._parts: dict[str, Any] = {}
         self.graph = self._build_graph()
@@ -241,7 +224,7 @@ class FactAgent:
             return float(vectors[0] @ vectors[1])
 
         return self._part("options", lambda: OptionsStep(self.generator, self.web, similar=similar,
-                                                         matcher=self.matcher, hop_k=self.hop_k))
+                                                         matcher=self.matcher, hop_k=self.options.hop_k))
 
     # --- running ---------------------------------------------------------------------------------
 
@@ -285,7 +268,7 @@ class FactAgent:
     def _input(self, question: str, history: Sequence[Mapping[str, Any]] | None, beams: int | None,
                stop: threading.Event | None) -> _State:
         question = check_question(question)
-        history = trim_history(history or [], self.max_history_turns, self.max_history_chars)
+        history = trim_history(history or [], self.options.max_history_turns, self.options.max_history_chars)
         return {"asked": question, "question": question, "history": history, "beams": beams, "stop": stop,
                 "pool": [], "chosen": [], "queries": [], "pending": [question], "rounds": 0, "plan": {},
                 "attempts": [], "steps": []}
@@ -305,7 +288,7 @@ class FactAgent:
         graph.add_node("subquery", self._subquery)
         graph.add_node("kb", self._kb)
         graph.add_edge(START, "rewrite")
-        graph.add_conditional_edges("rewrite", lambda s: "kb" if self.tree in ("kb", "kb-first") else "retrieve",
+        graph.add_conditional_edges("rewrite", lambda s: "kb" if self.options.tree in ("kb", "kb-first") else "retrieve",
                                     ["kb", "retrieve"])
         graph.add_edge("retrieve", "rerank")
         graph.add_conditional_edges("rerank", lambda s: "plan" if s["rounds"] == 0 else "read", ["plan", "read"])
@@ -314,14 +297,14 @@ class FactAgent:
         graph.add_edge("options", END)
         graph.add_conditional_edges("read", self._after_read, ["subquery", "kb", END])
         graph.add_conditional_edges("subquery", lambda s: "retrieve" if s["pending"] else
-                                    ("kb" if self.tree == "both" else END), ["retrieve", "kb", END])
+                                    ("kb" if self.options.tree == "both" else END), ["retrieve", "kb", END])
         graph.add_conditional_edges("kb", self._after_kb, ["retrieve", END])
         return graph.compile(name="factweave-agent")
 
     def _after_kb(self, state: _State) -> str:
         from langgraph.graph import END
 
-        if self.tree != "kb-first" or state["attempts"][-1].get("grounded") or _stopped(state) or state["pool"]:
+        if self.options.tree != "kb-first" or state["attempts"][-1].get("grounded") or _stopped(state) or state["pool"]:
             return END
         return "retrieve"
 
@@ -330,9 +313,9 @@ class FactAgent:
 
         if state["attempts"][-1].get("grounded") or _stopped(state):
             return END
-        if state["rounds"] < self.max_rounds:
+        if state["rounds"] < self.options.max_rounds:
             return "subquery"
-        return "kb" if self.tree == "both" else END
+        return "kb" if self.options.tree == "both" else END
 
     # --- the steps -------------------------------------------------------------------------------
 
@@ -349,7 +332,7 @@ class FactAgent:
         """``question`` as a standalone question given the earlier turns ``history``."""
         if not history:
             return Rewrite(question, question, "no earlier turn")
-        if self.rewrite == "chat" or self.rewrite == "auto" and _is_endpoint(self.chat):
+        if self.options.rewrite == "chat" or self.options.rewrite == "auto" and _is_endpoint(self.chat):
             if self.chat is None:
                 raise FactweaveError("rewrite='chat' needs a chat model")
             return rewrite_with_chat(self.chat, question, history)
@@ -359,8 +342,8 @@ class FactAgent:
         from ..web.retrieval import merge_hits, rank
 
         t = time.perf_counter()
-        found = [self.web.search(query, self.k).hits for query in state["pending"]]
-        pool = rank(merge_hits(state["pool"], *found), self.k * (1 + state["rounds"]))
+        found = [self.web.search(query, self.options.k).hits for query in state["pending"]]
+        pool = rank(merge_hits(state["pool"], *found), self.options.k * (1 + state["rounds"]))
         known = {h.id for h in state["pool"]}
         step = {"step": "retrieve", "queries": list(state["pending"]),
                 "hits": [h.as_dict() for h in pool], "new": [h.id for h in pool if h.id not in known],
@@ -437,8 +420,8 @@ class FactAgent:
             _emit({"event": "step", "step": record})
             return {"attempts": state["attempts"] + [record], "steps": [record]}
         t = time.perf_counter()
-        chain = ChainingTree(chosen, self.generator.tokenizer, self.web if self.max_hops else None,
-                             state["question"], max_hops=self.max_hops, k=self.hop_k, max_facts=self.max_tree_facts)
+        chain = ChainingTree(chosen, self.generator.tokenizer, self.web if self.options.max_hops else None,
+                             state["question"], max_hops=self.options.max_hops, k=self.options.hop_k, max_facts=self.options.max_tree_facts)
         tree_s = _since(t)
         listed = [h.text for h in chosen]
         prompt = [{"role": "user", "content": listed_question(state["question"], list(dict.fromkeys(listed)))}]
@@ -536,7 +519,7 @@ class FactAgent:
         facts = [f["text"] for f in record["facts"]]
         verdict = ground(question, part.answer, facts)
         check: AskedCheck | None = None
-        if verdict.grounded and not verdict.computed and self.checks:
+        if verdict.grounded and not verdict.computed and self.options.checks:
             check = self.checker.check(question, verdict.short or clean_answer(part.answer), facts, verdict.facts,
                                        held=lambda subject: self._relations_held(subject, chain))
             if not check.passed:
@@ -550,7 +533,7 @@ class FactAgent:
     def _says_what_is_asked(self, question: str, record: dict[str, Any], chain: ChainingTree | None) -> bool:
         """Whether a stated triple about a name of ``question`` says what it asks (its object
         taken as the answer, for the check alone)."""
-        if not self.checks or not record["facts"] or record.get("truncated"):
+        if not self.options.checks or not record["facts"] or record.get("truncated"):
             return False
         from .asked import parse_triple
 
@@ -583,11 +566,11 @@ class FactAgent:
     def _subquery(self, state: _State) -> dict[str, Any]:
         t = time.perf_counter()
         asked = {q.casefold() for q in state["queries"]}
-        if self.chat is not None and self.max_subqueries:
+        if self.chat is not None and self.options.max_subqueries:
             from ..web.subqueries import write_subqueries
 
             try:
-                queries = write_subqueries(self.chat, state["question"], state["pool"], self.max_subqueries)
+                queries = write_subqueries(self.chat, state["question"], state["pool"], self.options.max_subqueries)
                 how = "written by the chat model"
             except FactweaveError as exc:
                 queries, how = [], f"the chat model failed: {exc}"
@@ -596,7 +579,7 @@ class FactAgent:
 
             covered = {kw.casefold() for h in state["pool"] for kw in h.keywords}
             queries = [kw for kw in extract_keywords(state["question"]) if kw.casefold() not in covered]
-            queries = queries[: self.max_subqueries]
+            queries = queries[: self.options.max_subqueries]
             how = "question keywords no retrieved fact is linked to"
         queries = [q for q in queries if q.casefold() not in asked]
         step = {"step": "subquery", "round": state["rounds"] + 1, "queries": queries, "how": how,
@@ -639,9 +622,9 @@ class FactAgent:
         timings = {name: round(value, 4) for name, value in timings.items()}
         timings["total_s"] = round(seconds, 4)
         trace = {
-            "question": state.get("asked", ""), "standalone": state.get("question", ""), "tree": self.tree,
-            "settings": {"k": self.k, "rerank": self.reranker is not None, "max_rounds": self.max_rounds,
-                         "beams": 1, "checks": self.checks},
+            "question": state.get("asked", ""), "standalone": state.get("question", ""), "tree": self.options.tree,
+            "settings": {"k": self.options.k, "rerank": self.reranker is not None, "max_rounds": self.options.max_rounds,
+                         "beams": 1, "checks": self.options.checks},
             "plan": state.get("plan") or {},
             "steps": steps, "answer": answer, "grounded": grounded, "supported": grounded,
             "grounding": last.get("grounding", {"grounded": False, "how": "no attempt ran", "facts": []}),

@@ -49,7 +49,7 @@ class ScoringReranker:
         from ..models import load_model
 
         if model is None:
-            from ..settings import DEFAULT_MODEL
+            from ..models import DEFAULT_MODEL
 
             model = DEFAULT_MODEL
         return cls(load_model(model))
