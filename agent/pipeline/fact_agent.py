@@ -34,6 +34,7 @@ relation is the one the question asks, by embedding similarity against the knowl
 relations; a statement is judged by the local model). When the relation is not the one asked
 and the chain can go on, the model states one more fact and answers again. Otherwise the
 answer is withheld: "I don't know.", the trace keeping what was withheld and which check failed.
+Each attempt, its checks and its continuations run in :mod:`.attempts`.
 
 The trace is plain data (JSON-serializable): one record per step in order (retrieval with each
 fact's score parts and provenance, the plan, each attempt with its fact spans, token counts and
@@ -51,16 +52,16 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ..errors import FactweaveError
 from ..index.base import FactTree
-from ..knowledge.normalize import normalize_answer
 from ..prompts import FewShotPrompt, listed_question
 from .agent_options import AgentOptions
-from .asked import AskedCheck, AskedChecker, RelationLabels, RelationMatcher
+from .attempts import GenerationAttempts, emit, since
+from .asked import AskedChecker, RelationLabels, RelationMatcher
 from .chaining import ChainingTree
 from .conversation import Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
-from .grounding import DONT_KNOW, Grounding, clean_answer, ground, knows
+from .grounding import DONT_KNOW, clean_answer, knows
 from .options import OptionsStep
 from .plan import PlanReader, QuestionPlan
-from .replies import Reply, ReplyPart, ReplyWriter
+from .replies import ReplyWriter
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
@@ -218,6 +219,10 @@ class FactAgent:
         return self._part("checker", lambda: AskedChecker(self.matcher))
 
     @property
+    def attempts(self) -> GenerationAttempts:
+        return self._part("attempts", lambda: GenerationAttempts(self.generator, lambda: self.checker, self.options.checks))
+
+    @property
     def options_step(self) -> OptionsStep:
         def similar(a: str, b: str) -> float:
             vectors = self._embedder().encode([a, b])
@@ -324,8 +329,8 @@ class FactAgent:
             return {}
         t = time.perf_counter()
         rewrite = self.make_standalone(state["asked"], state["history"])
-        step = {**rewrite.as_step(), "history_turns": len(state["history"]), "seconds": _since(t)}
-        _emit({"event": "step", "step": step})
+        step = {**rewrite.as_step(), "history_turns": len(state["history"]), "seconds": since(t)}
+        emit({"event": "step", "step": step})
         return {"question": rewrite.standalone, "pending": [rewrite.standalone], "steps": [step]}
 
     def make_standalone(self, question: str, history: Sequence[Mapping[str, Any]]) -> Rewrite:
@@ -347,8 +352,8 @@ class FactAgent:
         known = {h.id for h in state["pool"]}
         step = {"step": "retrieve", "queries": list(state["pending"]),
                 "hits": [h.as_dict() for h in pool], "new": [h.id for h in pool if h.id not in known],
-                "seconds": _since(t)}
-        _emit({"event": "step", "step": step})
+                "seconds": since(t)}
+        emit({"event": "step", "step": step})
         return {"pool": pool, "queries": state["queries"] + state["pending"], "pending": [], "steps": [step]}
 
     def _rerank(self, state: _State) -> dict[str, Any]:
@@ -362,16 +367,16 @@ class FactAgent:
         chosen = list(picked.selected)
         step = {"step": "rerank", "question_type": picked.question_type, "used_fallback": picked.used_fallback,
                 "reason": picked.reason, "selected": [c.id for c in picked.selected],
-                "reply": picked.raw_reply, "seconds": _since(t)}
-        _emit({"event": "step", "step": step})
+                "reply": picked.raw_reply, "seconds": since(t)}
+        emit({"event": "step", "step": step})
         return {"chosen": chosen, "steps": [step]}
 
     def _plan(self, state: _State) -> dict[str, Any]:
         t = time.perf_counter()
         names = [n for h in state["pool"] for n in _names_of(h)]
         plan = self.planner.plan(state["question"], names)
-        step = {"step": "plan", **plan.as_dict(), "seconds": _since(t)}
-        _emit({"event": "step", "step": step})
+        step = {"step": "plan", **plan.as_dict(), "seconds": since(t)}
+        emit({"event": "step", "step": step})
         return {"plan": plan.as_dict(), "steps": [step]}
 
     def _options(self, state: _State) -> dict[str, Any]:
@@ -382,7 +387,7 @@ class FactAgent:
         hits = state["chosen"] or state["pool"]
 
         def on_text(text: str) -> None:
-            _emit({"event": "token", "text": text, "attempt": number})
+            emit({"event": "token", "text": text, "attempt": number})
 
         result = self.options_step.run(state["question"], plan, hits, stop=state.get("stop"), on_text=on_text)
         known = {h.text: h for h in hits}
@@ -393,7 +398,7 @@ class FactAgent:
                           "fact_id": getattr(hit, "id", None), "source": getattr(hit, "source", span.source),
                           "provenance": ({"kind": hit.kind, **hit.provenance} if hit is not None else {})})
         for fact in facts:
-            _emit({"event": "fact", "fact": fact, "attempt": number})
+            emit({"event": "fact", "fact": fact, "attempt": number})
         grounding = {"grounded": result.grounded, "how": result.how, "facts": list(result.facts),
                      "computed": True, **({"short": result.answer} if result.answer else {})}
         record = {"step": "generate", "attempt": number, "tree": "question", "kind": plan.kind,
@@ -401,11 +406,11 @@ class FactAgent:
                   "facts": facts, "options": [r.as_dict() for r in result.readings], "truncated": False,
                   "tokens": result.tokens, "prompt_tokens": result.prompt_tokens,
                   "cached_prompt_tokens": result.cached_prompt_tokens, "prefill_s": result.prefill_s,
-                  "grounded": result.grounded, "grounding": grounding, "seconds": _since(t)}
+                  "grounded": result.grounded, "grounding": grounding, "seconds": since(t)}
         hops = [{**hop, "seconds": hop.get("seconds", 0.0)} for hop in result.hops]
         for hop in hops:
-            _emit({"event": "step", "step": hop})
-        _emit({"event": "step", "step": record})
+            emit({"event": "step", "step": hop})
+        emit({"event": "step", "step": record})
         return {"attempts": state["attempts"] + [record], "steps": [*hops, record]}
 
     def _read(self, state: _State) -> dict[str, Any]:
@@ -417,15 +422,16 @@ class FactAgent:
             record = {"step": "generate", "attempt": number, "tree": "question", "answer": DONT_KNOW, "text": "",
                       "facts": [], "skipped": "no fact retrieved", "tokens": 0, "prompt_tokens": 0, "seconds": 0.0,
                       "tree_facts": 0}
-            _emit({"event": "step", "step": record})
+            emit({"event": "step", "step": record})
             return {"attempts": state["attempts"] + [record], "steps": [record]}
         t = time.perf_counter()
         chain = ChainingTree(chosen, self.generator.tokenizer, self.web if self.options.max_hops else None,
                              state["question"], max_hops=self.options.max_hops, k=self.options.hop_k, max_facts=self.options.max_tree_facts)
-        tree_s = _since(t)
+        tree_s = since(t)
         listed = [h.text for h in chosen]
         prompt = [{"role": "user", "content": listed_question(state["question"], list(dict.fromkeys(listed)))}]
-        records = self._attempt(state, "question", self.reader, prompt, chain.index, chain, number)
+        records = self.attempts.run(state["question"], "question", self.reader, prompt, chain.index, chain, number,
+                                    stop=state.get("stop"))
         records[0]["tree_facts"] = chain.size
         records[0]["tree_build_s"] = tree_s
         attempts = [r for r in records if r["step"] == "generate"]
@@ -434,134 +440,10 @@ class FactAgent:
     def _kb(self, state: _State) -> dict[str, Any]:
         """The whole knowledge base's tree, nothing listed (plain ReFactX), checked as any attempt."""
         number = len(state["attempts"])
-        records = self._attempt(state, "kb", self.kb_writer, state["question"], self.generator.index, None, number)
+        records = self.attempts.run(state["question"], "kb", self.kb_writer, state["question"], self.generator.index,
+                                    None, number, stop=state.get("stop"))
         attempts = [r for r in records if r["step"] == "generate"]
         return {"attempts": state["attempts"] + attempts, "steps": records}
-
-    def _attempt(self, state: _State, tree: str, writer: ReplyWriter, prompt: Any, index: FactTree,
-                 chain: ChainingTree | None, number: int) -> list[dict[str, Any]]:
-        """One reply on ``index`` (written by ``writer``), its check, and one more fact when the
-        fact holding the answer does not say what the question asks but the chain can go on."""
-        t = time.perf_counter()
-        question = state["question"]
-        hops: list[dict[str, Any]] = []
-        current = [number]
-
-        def on_text(text: str) -> None:
-            if chain is not None:
-                for hop in chain.take_hops():
-                    hops.append(hop)
-                    _emit({"event": "step", "step": hop})
-            _emit({"event": "token", "text": text, "attempt": current[0]})
-
-        def on_span(span: Any) -> None:
-            _emit({"event": "fact", "fact": self._fact(span, tree, chain), "attempt": current[0]})
-
-        reply = writer.start(prompt, index, question=question,
-                             on_fact=chain.on_fact if chain is not None and chain.web is not None else None,
-                             cancel=state.get("stop"))
-        part = writer.write(reply, self.generator.max_new_tokens, on_text=on_text, on_span=on_span)
-        record = self._record(number, tree, part, reply, chain, t)
-        self._verdict(question, record, part, chain)
-        records = [record]
-        if chain is not None:
-            hops.extend(chain.take_hops())
-
-        def go_on(step: Callable[..., ReplyPart | None], why: str) -> ReplyPart | None:
-            """One continuation of the same reply, recorded as the next attempt."""
-            t = time.perf_counter()
-            current[0] = number + len(records)
-            more = step(reply, on_text=on_text, on_span=on_span)
-            if more is not None:
-                again = self._record(current[0], tree, more, reply, chain, t)
-                again["continues"], again["why"] = number, why
-                self._verdict(question, again, more, chain)
-                records.append(again)
-                if chain is not None:
-                    hops.extend(chain.take_hops())
-            return more
-
-        if not knows(part.answer) and self._says_what_is_asked(question, record, chain):
-            # The model stated a fact that says what is asked, then wrote "I don't know.".
-            part = go_on(writer.answer_now, "a stated fact says what the question asks") or part
-        last = records[-1]
-        short = last.get("check", {}).get("passed") is False or last["grounding"]["how"].startswith(
-            "the answer is in no fact of the chain")
-        if not last["grounded"] and short and not part.stopped and not part.cut:
-            # The fact holding the answer says something else than what is asked, or the answer
-            # is in none of the (connected) facts: the chain may go on one more fact (a bridge
-            # answered: "Canada" for the official language of its country).
-            go_on(writer.one_more_fact, "the chain may go on one more fact")
-        for r in records:
-            _emit({"event": "step", "step": r})
-        return [*hops, *records]
-
-    def _record(self, number: int, tree: str, part: ReplyPart, reply: Reply, chain: ChainingTree | None,
-                started: float) -> dict[str, Any]:
-        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree, "answer": part.answer,
-                                  "text": part.text, "facts": [self._fact(s, tree, chain) for s in part.spans],
-                                  "truncated": part.truncated, "tokens": part.tokens,
-                                  "prompt_tokens": reply.prompt_tokens, "cached_prompt_tokens": reply.cached_tokens,
-                                  "prefill_s": 0.0 if part.continued else reply.prefill_s,
-                                  "seconds": _since(started)}
-        if chain is not None:
-            record["tree_facts_final"] = len(chain.index.facts)
-        if part.cut:
-            record.update(cut=part.cut, dropped=part.dropped)
-        if part.stopped:
-            record["stopped"] = True
-        return record
-
-    def _verdict(self, question: str, record: dict[str, Any], part: ReplyPart,
-                 chain: ChainingTree | None = None) -> None:
-        """Ground ``record``'s answer in its stated facts, then check that the fact holding it
-        says what the question asks (:mod:`.asked`)."""
-        facts = [f["text"] for f in record["facts"]]
-        verdict = ground(question, part.answer, facts)
-        check: AskedCheck | None = None
-        if verdict.grounded and not verdict.computed and self.options.checks:
-            check = self.checker.check(question, verdict.short or clean_answer(part.answer), facts, verdict.facts,
-                                       held=lambda subject: self._relations_held(subject, chain))
-            if not check.passed:
-                verdict = Grounding(False, check.how, verdict.facts)
-        record["grounded"] = verdict.grounded
-        record["grounding"] = verdict.as_dict()
-        if check is not None:
-            record["check"] = check.as_dict()
-            record["grounding"]["check"] = check.as_dict()
-
-    def _says_what_is_asked(self, question: str, record: dict[str, Any], chain: ChainingTree | None) -> bool:
-        """Whether a stated triple about a name of ``question`` says what it asks (its object
-        taken as the answer, for the check alone)."""
-        if not self.options.checks or not record["facts"] or record.get("truncated"):
-            return False
-        from .asked import parse_triple
-
-        facts = [f["text"] for f in record["facts"]]
-        for i, text in enumerate(facts):
-            triple = parse_triple(text)
-            if triple is None or normalize_answer(triple[0]) not in normalize_answer(question):
-                continue
-            check = self.checker.check(question, triple[2], facts, [i],
-                                       held=lambda subject: self._relations_held(subject, chain))
-            if check.passed and check.by == "relation":
-                return True
-        return False
-
-    def _relations_held(self, subject: str, chain: ChainingTree | None) -> list[str]:
-        """The relations the knowledge holds for ``subject``: read from the whole KB's tree
-        (:func:`~.chaining.subject_relations`) and from the per-question tree's triples."""
-        from .asked import parse_triple
-        from .chaining import subject_relations
-
-        held: dict[str, None] = {}
-        if self.generator.index is not None:
-            held.update(dict.fromkeys(subject_relations(self.generator.index, self.generator.tokenizer, subject)))
-        for fact in (chain.index.facts if chain is not None else ()):
-            triple = parse_triple(fact.text)
-            if triple is not None and triple[0] == subject:
-                held.setdefault(triple[1], None)
-        return list(held)
 
     def _subquery(self, state: _State) -> dict[str, Any]:
         t = time.perf_counter()
@@ -583,26 +465,11 @@ class FactAgent:
             how = "question keywords no retrieved fact is linked to"
         queries = [q for q in queries if q.casefold() not in asked]
         step = {"step": "subquery", "round": state["rounds"] + 1, "queries": queries, "how": how,
-                "seconds": _since(t)}
-        _emit({"event": "step", "step": step})
+                "seconds": since(t)}
+        emit({"event": "step", "step": step})
         return {"pending": queries, "rounds": state["rounds"] + 1, "steps": [step]}
 
     # --- the result ------------------------------------------------------------------------------
-
-    def _fact(self, span: Any, tree: str, chain: ChainingTree | None) -> dict[str, Any]:
-        out = {"start": span.start, "end": span.end, "text": span.text, "tree": tree}
-        if tree == "question":
-            hit = chain.hit(span.id) if chain is not None else None
-            out.update(fact_id=hit.id if hit else None, source=hit.source if hit else span.source,
-                       provenance={"kind": hit.kind, **hit.provenance} if hit else {})
-        else:
-            fact = self.generator.index.facts[span.id]
-            out.update(fact_id=f"kb:{span.id}", source=fact.source,
-                       provenance={"kind": "statement" if fact.statement else "triple", "source": fact.source,
-                                   **({} if fact.statement else {"subject": fact.subject,
-                                                                 "predicate": fact.predicate,
-                                                                 "object": fact.object})})
-        return out
 
     def _result(self, state: dict[str, Any], seconds: float) -> AgentAnswer:
         steps = list(state.get("steps", []))
@@ -713,18 +580,3 @@ def _is_endpoint(chat: Any) -> bool:
 def _stopped(state: _State) -> bool:
     stop = state.get("stop")
     return stop is not None and stop.is_set()
-
-
-def _since(t: float) -> float:
-    return round(time.perf_counter() - t, 4)
-
-
-def _emit(event: dict[str, Any]) -> None:
-    """Hand ``event`` to :meth:`FactAgent.stream`'s reader (nothing happens under ``invoke``)."""
-    from langgraph.config import get_stream_writer
-
-    try:
-        writer = get_stream_writer()
-    except RuntimeError:  # called outside a graph run
-        return
-    writer(event)

@@ -1,0 +1,199 @@
+"""One generation attempt of the agent and its checks: a reply written on one fact tree, the
+answer grounded in the facts it states (:mod:`.grounding`) and checked to say what the question
+asks (:mod:`.asked`), with the two continuations of the same reply (:mod:`.replies`):
+
+- **answer again**: the model stated a triple that says what is asked, then wrote "I don't
+  know." — the reply is rewound to after its facts and the model answers from there;
+- **one more fact**: the fact holding the answer says something else than what is asked, or
+  the answer is in none of the connected facts — the chain may go on one more fact.
+
+Each continuation is recorded as the next attempt (``continues``, ``why``). The records are plain
+data (:mod:`.trace`); the events go to :meth:`~agent.pipeline.fact_agent.FactAgent.stream`'s
+reader as they happen.
+
+Example::
+
+    attempts = GenerationAttempts(generator, lambda: checker, checks=True)
+    records = attempts.run(question, "question", writer, messages, tree.index, tree, number=0)
+    records[-1]["answer"], records[-1]["grounded"], records[-1]["grounding"]["how"]
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..index.base import FactTree
+from ..knowledge.normalize import normalize_answer
+from .asked import AskedCheck, AskedChecker, parse_triple
+from .chaining import ChainingTree, subject_relations
+from .grounding import Grounding, clean_answer, ground, knows
+from .replies import Reply, ReplyPart, ReplyWriter
+
+if TYPE_CHECKING:
+    from ..decoding import FactGenerator
+
+
+class GenerationAttempts:
+    """Runs attempts with ``generator``; ``checker()`` gives the relation check (built on first
+    use: it loads the embedder); ``checks`` off: grounding alone, as before the check."""
+
+    def __init__(self, generator: FactGenerator, checker: Callable[[], AskedChecker], checks: bool = True) -> None:
+        self.generator = generator
+        self._checker = checker
+        self.checks = checks
+
+    @property
+    def checker(self) -> AskedChecker:
+        return self._checker()
+
+    def run(self, question: str, tree: str, writer: ReplyWriter, prompt: Any, index: FactTree,
+            chain: ChainingTree | None, number: int, *, stop: threading.Event | None = None) -> list[dict[str, Any]]:
+        """One reply on ``index`` (written by ``writer``), its check, and one more fact when the
+        fact holding the answer does not say what the question asks but the chain can go on."""
+        t = time.perf_counter()
+        hops: list[dict[str, Any]] = []
+        current = [number]
+
+        def on_text(text: str) -> None:
+            if chain is not None:
+                for hop in chain.take_hops():
+                    hops.append(hop)
+                    emit({"event": "step", "step": hop})
+            emit({"event": "token", "text": text, "attempt": current[0]})
+
+        def on_span(span: Any) -> None:
+            emit({"event": "fact", "fact": self.fact(span, tree, chain), "attempt": current[0]})
+
+        reply = writer.start(prompt, index, question=question,
+                             on_fact=chain.on_fact if chain is not None and chain.web is not None else None,
+                             cancel=stop)
+        part = writer.write(reply, self.generator.max_new_tokens, on_text=on_text, on_span=on_span)
+        record = self._record(number, tree, part, reply, chain, t)
+        self._verdict(question, record, part, chain)
+        records = [record]
+        if chain is not None:
+            hops.extend(chain.take_hops())
+
+        def go_on(step: Callable[..., ReplyPart | None], why: str) -> ReplyPart | None:
+            """One continuation of the same reply, recorded as the next attempt."""
+            t = time.perf_counter()
+            current[0] = number + len(records)
+            more = step(reply, on_text=on_text, on_span=on_span)
+            if more is not None:
+                again = self._record(current[0], tree, more, reply, chain, t)
+                again["continues"], again["why"] = number, why
+                self._verdict(question, again, more, chain)
+                records.append(again)
+                if chain is not None:
+                    hops.extend(chain.take_hops())
+            return more
+
+        if not knows(part.answer) and self._says_what_is_asked(question, record, chain):
+            # The model stated a fact that says what is asked, then wrote "I don't know.".
+            part = go_on(writer.answer_now, "a stated fact says what the question asks") or part
+        last = records[-1]
+        short = last.get("check", {}).get("passed") is False or last["grounding"]["how"].startswith(
+            "the answer is in no fact of the chain")
+        if not last["grounded"] and short and not part.stopped and not part.cut:
+            # The fact holding the answer says something else than what is asked, or the answer
+            # is in none of the (connected) facts: the chain may go on one more fact (a bridge
+            # answered: "Canada" for the official language of its country).
+            go_on(writer.one_more_fact, "the chain may go on one more fact")
+        for r in records:
+            emit({"event": "step", "step": r})
+        return [*hops, *records]
+
+    def _record(self, number: int, tree: str, part: ReplyPart, reply: Reply, chain: ChainingTree | None,
+                started: float) -> dict[str, Any]:
+        record: dict[str, Any] = {"step": "generate", "attempt": number, "tree": tree, "answer": part.answer,
+                                  "text": part.text, "facts": [self.fact(s, tree, chain) for s in part.spans],
+                                  "truncated": part.truncated, "tokens": part.tokens,
+                                  "prompt_tokens": reply.prompt_tokens, "cached_prompt_tokens": reply.cached_tokens,
+                                  "prefill_s": 0.0 if part.continued else reply.prefill_s,
+                                  "seconds": since(started)}
+        if chain is not None:
+            record["tree_facts_final"] = len(chain.index.facts)
+        if part.cut:
+            record.update(cut=part.cut, dropped=part.dropped)
+        if part.stopped:
+            record["stopped"] = True
+        return record
+
+    def _verdict(self, question: str, record: dict[str, Any], part: ReplyPart,
+                 chain: ChainingTree | None = None) -> None:
+        """Ground ``record``'s answer in its stated facts, then check that the fact holding it
+        says what the question asks (:mod:`.asked`)."""
+        facts = [f["text"] for f in record["facts"]]
+        verdict = ground(question, part.answer, facts)
+        check: AskedCheck | None = None
+        if verdict.grounded and not verdict.computed and self.checks:
+            check = self.checker.check(question, verdict.short or clean_answer(part.answer), facts, verdict.facts,
+                                       held=lambda subject: self._relations_held(subject, chain))
+            if not check.passed:
+                verdict = Grounding(False, check.how, verdict.facts)
+        record["grounded"] = verdict.grounded
+        record["grounding"] = verdict.as_dict()
+        if check is not None:
+            record["check"] = check.as_dict()
+            record["grounding"]["check"] = check.as_dict()
+
+    def _says_what_is_asked(self, question: str, record: dict[str, Any], chain: ChainingTree | None) -> bool:
+        """Whether a stated triple about a name of ``question`` says what it asks (its object
+        taken as the answer, for the check alone)."""
+        if not self.checks or not record["facts"] or record.get("truncated"):
+            return False
+        facts = [f["text"] for f in record["facts"]]
+        for i, text in enumerate(facts):
+            triple = parse_triple(text)
+            if triple is None or normalize_answer(triple[0]) not in normalize_answer(question):
+                continue
+            check = self.checker.check(question, triple[2], facts, [i],
+                                       held=lambda subject: self._relations_held(subject, chain))
+            if check.passed and check.by == "relation":
+                return True
+        return False
+
+    def _relations_held(self, subject: str, chain: ChainingTree | None) -> list[str]:
+        """The relations the knowledge holds for ``subject``: read from the whole KB's tree
+        (:func:`~.chaining.subject_relations`) and from the per-question tree's triples."""
+        held: dict[str, None] = {}
+        if self.generator.index is not None:
+            held.update(dict.fromkeys(subject_relations(self.generator.index, self.generator.tokenizer, subject)))
+        for fact in (chain.index.facts if chain is not None else ()):
+            triple = parse_triple(fact.text)
+            if triple is not None and triple[0] == subject:
+                held.setdefault(triple[1], None)
+        return list(held)
+
+    def fact(self, span: Any, tree: str, chain: ChainingTree | None) -> dict[str, Any]:
+        """A fact span as the trace shows it: offsets, text, tree, and where the fact came from."""
+        out = {"start": span.start, "end": span.end, "text": span.text, "tree": tree}
+        if tree == "question":
+            hit = chain.hit(span.id) if chain is not None else None
+            out.update(fact_id=hit.id if hit else None, source=hit.source if hit else span.source,
+                       provenance={"kind": hit.kind, **hit.provenance} if hit else {})
+        else:
+            fact = self.generator.index.facts[span.id]
+            out.update(fact_id=f"kb:{span.id}", source=fact.source,
+                       provenance={"kind": "statement" if fact.statement else "triple", "source": fact.source,
+                                   **({} if fact.statement else {"subject": fact.subject,
+                                                                 "predicate": fact.predicate,
+                                                                 "object": fact.object})})
+        return out
+
+
+def since(t: float) -> float:
+    return round(time.perf_counter() - t, 4)
+
+
+def emit(event: dict[str, Any]) -> None:
+    """Hand ``event`` to :meth:`FactAgent.stream`'s reader (nothing happens under ``invoke``)."""
+    from langgraph.config import get_stream_writer  # lazy: only while a graph runs
+
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # called outside a graph run
+        return
+    writer(event)
