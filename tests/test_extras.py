@@ -20,13 +20,15 @@ REPO = Path(__file__).resolve().parents[1]
 BLOCKED = sorted({m for mods in EXTRAS.values() for m in mods} | {"starlette", "matplotlib", "langchain"})
 
 
-def bare(tmp_path: Path, *args: str, cache: Path | None = None, code: str | None = None) -> subprocess.CompletedProcess:
-    """``factweave ARGS`` (or Python ``code``) in a child where no extra is installed."""
+def bare(tmp_path: Path, *args: str, cache: Path | None = None, code: str | None = None,
+         keep: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """``factweave ARGS`` (or Python ``code``) in a child where no extra is installed but ``keep``."""
     site = tmp_path / "bare-site"
     site.mkdir(exist_ok=True)
+    blocked = [name for name in BLOCKED if name not in keep]
     (site / "sitecustomize.py").write_text(textwrap.dedent(f"""
         import sys
-        for name in {BLOCKED!r}:
+        for name in {blocked!r}:
             sys.modules[name] = None
     """))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FACTWEAVE_", "OPENAI_"))}
@@ -85,3 +87,12 @@ def test_an_interface_without_its_extra_names_the_pip_install(tmp_path, args, ex
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert f"pip install 'factweave[{extra}]'" in lines[0]
+
+
+def test_the_ui_extra_alone_is_enough_for_the_ui(tmp_path):
+    """With [ui] alone (Gradio brings FastAPI and uvicorn, which the UI's Host/Origin guard uses),
+    the UI's modules import and its command passes the extra's check."""
+    code = "import ui.app, ui.runtime, ui.proof_graph\nfrom agent.extras import require\nrequire('ui', 'factweave ui')"
+    proc = bare(tmp_path, code=code, keep=("gradio", "networkx", "fastapi", "uvicorn", "starlette"))
+    assert proc.returncode == 0, proc.stderr
+    assert bare(tmp_path, code=code, keep=("networkx", "fastapi", "uvicorn", "starlette")).returncode != 0
