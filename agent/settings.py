@@ -47,7 +47,7 @@ def _env(*names: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    """Every setting, with its environment variable in the description (see the README table)."""
+    """Every setting, with its environment variable in the description (docs/configuration.md has the table)."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True,
                                       validate_default=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reasoning table of the README (docs: README "Evaluation"): the four methods, one run per
+# The reasoning table (docs/evaluation.md, "Reasoning, checked"; the README has its commands): the four methods, one run per
 # row, on one loaded model each, >= 30 questions per row. Resumable: a row already answered in
 # OUT is not answered again (the row log). Usage: benchmarks/reasoning.sh [OUT] [rows...]
 set -euo pipefail

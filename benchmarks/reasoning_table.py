@@ -1,4 +1,4 @@
-"""The reasoning table (README "Evaluation"): one row per evaluation report under a folder,
+"""The reasoning table (docs/evaluation.md, "Reasoning, checked"; its commands are in the README): one row per evaluation report under a folder,
 each method's EM / token F1 / proven / wrong-but-grounded / seconds per question.
 
 proven: right (EM) and grounded, over all the questions; wrong but grounded: share of the
