@@ -87,13 +87,14 @@ def _never_the_field_of_work(trace: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def default_agent(default_generator):
-    """The demo's agent on the default model: the demo web (built on first use) and the KB."""
+def default_agent(default_generator, cache_dir):
+    """The demo's agent on the default model: the demo web (built on first use, in the tests'
+    cache, where tests/test_cli.py's first ask built it already) and the KB."""
     from agent.pipeline import FactAgent
     from agent.runtime import open_web
     from agent.settings import load_settings
 
-    web = open_web(load_settings(model=DEFAULT_MODEL), progress=False)
+    web = open_web(load_settings(model=DEFAULT_MODEL, cache=cache_dir), progress=False)
     yield FactAgent(default_generator, web, tree="both")
     web.close()
 
@@ -122,7 +123,7 @@ def test_the_follow_up_through_serve_and_the_openai_sdk(default_agent):
 
 
 @pytest.mark.browser
-def test_the_follow_up_in_the_browser(default_generator, browser, tmp_path):
+def test_the_follow_up_in_the_browser(default_generator, browser, tmp_path, cache_dir):
     """The chat UI on the default model and the demo knowledge: the two turns typed in Chromium;
     the follow-up shows the guitar with its fact, or "I don't know." -- never "country music"
     with a grounded badge."""
@@ -135,7 +136,7 @@ def test_the_follow_up_in_the_browser(default_generator, browser, tmp_path):
     from ui.runtime import UIRuntime
 
     loaded = LoadedModel(default_generator.model, default_generator.tokenizer, DEFAULT_MODEL, 0.0)
-    runtime = UIRuntime(load_settings(model=DEFAULT_MODEL), loaded=loaded, progress=False)
+    runtime = UIRuntime(load_settings(model=DEFAULT_MODEL, cache=cache_dir), loaded=loaded, progress=False)
     app = build_ui(runtime)
     url = launch(app, port=free_port(), block=False, quiet=True)
     try:
