@@ -96,3 +96,9 @@ def test_the_ui_extra_alone_is_enough_for_the_ui(tmp_path):
     proc = bare(tmp_path, code=code, keep=("gradio", "networkx", "fastapi", "uvicorn", "starlette"))
     assert proc.returncode == 0, proc.stderr
     assert bare(tmp_path, code=code, keep=("networkx", "fastapi", "uvicorn", "starlette")).returncode != 0
+
+
+def test_the_postgresql_index_without_its_extra_names_the_pip_install(tmp_path):
+    proc = bare(tmp_path, "index", "list", "--dsn", "host=127.0.0.1 dbname=none")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "pip install 'factweave[postgres]'" in proc.stderr.strip().splitlines()[-1]

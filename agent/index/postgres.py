@@ -56,6 +56,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import FactweaveError, IndexMismatchError
+from ..extras import require
 from ..knowledge.facts import Fact
 from .cursor import FactCursor
 from .table import COLUMNS
@@ -77,11 +78,9 @@ class PostgresUnavailableError(FactweaveError):
 
 
 def _psycopg():
-    try:
-        import psycopg
-        import psycopg_pool  # noqa: F401
-    except ImportError:
-        raise FactweaveError("the PostgreSQL index needs psycopg: pip install 'factweave[postgres]'") from None
+    require("postgres", "the PostgreSQL index")
+    import psycopg  # lazy: the [postgres] extra
+
     return psycopg
 
 
@@ -385,6 +384,7 @@ def build_postgres_index(dsn: str, facts, tokenizer: Any, *, name: str = "kb", m
 
 def list_indexes(dsn: str) -> list[dict[str, Any]]:
     """The indexes stored at ``dsn``: name, schema, build time, fact count, tokenizer fingerprint."""
+    _psycopg()
     from psycopg import sql
 
     with connect(dsn, autocommit=True) as conn, conn.cursor() as cur:
@@ -507,6 +507,7 @@ class PostgresFactIndex:
     def open(cls, dsn: str, name: str = "kb", *, tokenizer: Any | None = None, cache_rows: int = 16384,
              prefetch_nodes: int = DEFAULT_PREFETCH_NODES, pool_size: int = 4) -> PostgresFactIndex:
         """Open the index ``name`` at ``dsn``; with ``tokenizer``, refuse one built for another."""
+        _psycopg()
         from psycopg import sql
 
         import psycopg
