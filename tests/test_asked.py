@@ -98,3 +98,36 @@ def test_a_question_asked_through_a_relative_needs_the_chain_to_reach_it(matcher
     assert not alone.passed and alone.by == "chain" and "father" in alone.how
     chained = AskedChecker(matcher).check(question, "8 May 1876", [own, father], [0, 1])
     assert chained.by != "chain"
+
+
+# Written for these tests: a question that describes a thing on its way to what it asks ("by a
+# painter from what town?"), answered with that thing, and the answer one fact further.
+@pytest.mark.parametrize(("question", "facts", "chain", "answer", "passed"), [
+    ("Harbor Lights is a novel by a painter from what town?",
+     ["Harbor Lights is a 1961 novel by painter Lorna Vidal."], [0], "Lorna Vidal", False),
+    ("Harbor Lights is a novel by a painter from what town?",
+     ["Harbor Lights is a 1961 novel by painter Lorna Vidal.", "Lorna Vidal was born in the town of Kestrel Bay."],
+     [0, 1], "Kestrel Bay", True),
+    ("The Iron Orchard was printed at a press located in which city?",
+     ["The Iron Orchard was printed at Selden Press in 1902."], [0], "Selden Press", False),
+    ("The Iron Orchard was printed at a press located in which city?",
+     ["The Iron Orchard was printed at Selden Press in 1902.", "Selden Press is located in Tromsø."], [0, 1],
+     "Tromsø", True),
+    # the question's own name is not its answer, unless offered as one of two
+    ("Which instrument did Otto Brenner play in the Dune Sea Quartet and the Harbor Trio?",
+     ["Otto Brenner played cello in the Dune Sea Quartet."], [0], "Dune Sea Quartet", False),
+])
+def test_a_described_thing_or_a_named_one_is_not_what_is_asked(matcher, question, facts, chain, answer, passed):
+    result = AskedChecker(matcher).check(question, answer, facts, chain)
+    if passed:  # these checks let it stand (the relation check may still judge it)
+        assert result.by not in ("chain", "name"), result.how
+    else:
+        assert not result.passed and result.by in ("chain", "name"), result.how
+        assert "describes" in result.how or "named by the question" in result.how
+
+
+def test_an_offered_option_may_be_the_answer():
+    from agent.pipeline.asked import repeats_a_name
+
+    assert repeats_a_name("Which painter was Danish, Lorna Vidal or Otto Brenner?", "Otto Brenner") == ""
+    assert "named by the question" in repeats_a_name("Who taught Lorna Vidal and Otto Brenner?", "Otto Brenner")

@@ -43,6 +43,10 @@ def reader():
     ("Who is the mother of Otto Brenner?", "lookup", "", ()),
     ("What did Lorna Vidal and Otto Brenner write together?", "lookup", "", ()),
     ("When did Otto Brenner marry Lorna Vidal?", "lookup", "", ()),
+    # a statement that ends in what it asks (a wh-word, not a yes/no question) names two things
+    ("Harbor Lights was filmed at a studio owned by Otto Brenner in which city?", "lookup", "", ()),
+    ("Lorna Vidal and Otto Brenner, both painters, worked in what city?", "lookup", "", ()),
+    ("The Iron Orchard and Kestrel Bay share a publisher based in what country?", "lookup", "", ()),
 ])
 def test_the_kind_options_and_order_of_a_question(reader, question, kind, order, options):
     plan = reader.plan(question, NAMES)

@@ -18,7 +18,7 @@ from agent.web.decompose import (
     parse_fact_lines,
 )
 from agent.web.documents import Document, chunk_document, read_documents, sentence_spans
-from agent.web.keywords import extract_keywords, keyword_id, triple_keywords
+from agent.web.keywords import extract_keywords, keyword_id, only_in_longer_names, triple_keywords
 from agent.web.subqueries import parse_queries
 
 WEB = DATA / "web"
@@ -80,6 +80,18 @@ def test_keywords():
         ["Leonardo da Vinci", "painted", "Mona Lisa"]
     assert keyword_id("Paris") == keyword_id("  paris ")
     assert triple_keywords("Oslo", "oslo") == ["Oslo"]
+
+
+def test_a_name_inside_a_longer_name_is_another_thing():
+    # "Selden Press for Children" is not Selden Press: its facts say nothing of it.
+    assert only_in_longer_names("Selden Press for Children opened in 1990.", "Selden Press")
+    assert only_in_longer_names("The Kestrel Bay Hotel opened in 1931.", "Kestrel Bay")
+    assert not only_in_longer_names("Selden Press (publisher) opened in 1890.", "Selden Press")
+    assert not only_in_longer_names("Selden Press, a publisher, opened in 1890.", "selden press")
+    assert not only_in_longer_names("Lorna Vidal and Otto Brenner met in Oslo.", "Lorna Vidal")
+    assert not only_in_longer_names("Otto Brenner of the Harbor Trio played cello.", "Otto Brenner")
+    assert not only_in_longer_names("Kestrel Bay Hotel faces Kestrel Bay.", "Kestrel Bay")
+    assert not only_in_longer_names("Nothing here.", "Kestrel Bay")
 
 
 def test_sentence_decomposer_resolves_leading_pronoun():

@@ -283,6 +283,90 @@ def asks_through(question: str, name: str) -> str:
     return ""
 
 
+# The closed classes of English words that end an indefinite noun phrase of a question: a
+# preposition, a relative pronoun or a wh-word.
+_PHRASE_ENDS = frozenset({"in", "from", "of", "by", "with", "for", "at", "on", "to", "into", "near", "during", "that",
+                          "which", "who", "whom", "whose", "what", "where", "when", "how", "and", "or", "is", "was",
+                          "are", "were", "has", "had", "whose"})
+_ASKING = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "how"})
+_Q_TOKEN = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+
+
+def described_nouns(question: str) -> list[str]:
+    """The head nouns of the indefinite noun phrases ("a singer-songwriter", "a university
+    located in", "an Australian soap opera created by") that come before the question's
+    wh-word: things the question describes on the way to what it asks, not what it asks."""
+    words = [w.lower() for w in _Q_TOKEN.findall(question)]
+    asking = [i for i, w in enumerate(words) if w in _ASKING]
+    if not asking:
+        return []
+    last = asking[-1]
+    nouns = []
+    for i, word in enumerate(words[:last]):
+        if word not in ("a", "an"):
+            continue
+        phrase = []
+        for nxt in words[i + 1:last + 1]:
+            if nxt in _PHRASE_ENDS or nxt in ("a", "an", "the"):
+                break
+            phrase.append(nxt)
+        while len(phrase) > 1 and phrase[-1].endswith("ed"):  # "located", "headquartered", "created"
+            phrase.pop()
+        if phrase:
+            nouns.append(phrase[-1])
+    return nouns
+
+
+def _noun_form(word: str) -> str:
+    word = word.lower().replace("’", "'")
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def answers_a_description(question: str, answer: str, fact: str) -> str:
+    """"" unless ``answer`` is a thing ``question`` only describes on its way to what it asks
+    (:func:`described_nouns`): the answer is called by that noun ("Australian National
+    University" for "a university located in what city?") or the fact names it by it
+    ("... by singer-songwriter M. Ward" for "by a singer-songwriter from what state?"). Then
+    why, in one line."""
+    nouns = {_noun_form(n) for n in described_nouns(question)}
+    if not nouns:
+        return ""
+    own = {_noun_form(w) for w in _Q_TOKEN.findall(answer)}
+    hit = nouns & own
+    if not hit:
+        plain = fact.replace("<", " ").replace(">", " ")
+        m = re.search(rf"(?<![^\W_]){re.escape(answer.strip())}(?![^\W_])", plain, flags=re.IGNORECASE)
+        before = _Q_TOKEN.findall(plain[:m.start()]) if m else []
+        if before and _noun_form(before[-1]) in nouns:
+            hit = {_noun_form(before[-1])}
+    if not hit:
+        return ""
+    noun = sorted(hit)[0]
+    return (f"{answer!r} is the {noun} the question describes on its way to what it asks, "
+            f"not what it asks")
+
+
+def repeats_a_name(question: str, answer: str) -> str:
+    """"" unless ``answer`` is a name ``question`` itself gives and does not offer as one of
+    alternatives joined by "or" ("Which singer is American, Mark King or Nick Hexum?" offers
+    both; "What role did they play in Counting Crows?" does not ask for Counting Crows)."""
+    target = normalize_answer(answer)
+    if not target or target in ("yes", "no"):
+        return ""
+    from ..web.keywords import extract_keywords
+
+    names = [part for keyword in extract_keywords(question, limit=30)
+             for part in re.split(r"\s+(?:and|or)\s+", keyword)]  # "Collective Soul and Counting Crows"
+    for name in names:
+        if not any(c.isupper() for c in name) or normalize_answer(name) != target:
+            continue
+        around = re.search(rf"(?:\bor\s+{re.escape(name)}|{re.escape(name)}\s*,?\s+or\b)", question,
+                           flags=re.IGNORECASE)
+        if around is None:
+            return f"{answer!r} is named by the question itself, not asked by it"
+    return ""
+
+
 def _holds(fact: str, answer: str) -> bool:
     words = normalize_answer(fact.replace("<", " ").replace(">", " ")).split()
     target = normalize_answer(answer).split()
@@ -308,11 +392,17 @@ class AskedChecker:
         wrong_type = answer_type_fits(question, answer)
         if wrong_type:
             return AskedCheck(False, chain[-1] if chain else None, "", "", "type", 0.0, wrong_type)
+        repeated = repeats_a_name(question, answer)
+        if repeated:
+            return AskedCheck(False, chain[-1] if chain else None, "", "", "name", 0.0, repeated)
         holding = [i for i in chain if _holds(stated[i], answer)]
         if not holding:
             holding = chain[-1:]  # a sentence answer: its last fact
         if not holding:
             return AskedCheck(False, None, "", "", "none", 0.0, "no stated fact holds the answer")
+        described = answers_a_description(question, answer, stated[holding[-1]])
+        if described:
+            return AskedCheck(False, holding[-1], "", "", "chain", 0.0, described)
         failed: AskedCheck | None = None
         for i in holding:
             result = self._one(question, answer, stated, chain, i, held)

@@ -46,6 +46,7 @@ from ..knowledge.normalize import normalize_answer
 from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
+from ..web.keywords import extract_keywords, only_in_longer_names
 from .grounding import says_form
 from .plan import QuestionPlan
 from .values import Dated, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
@@ -440,16 +441,16 @@ def _same_value(a: str, b: str, similar: Callable[[str, str], float] | None) -> 
 
 
 def _names(text: str, name: str) -> bool:
-    """Whether ``text`` names ``name`` (its words, in order, case and accents aside)."""
-    return _contains_words(text, name)
+    """Whether ``text`` names ``name`` (its words, in order, case and accents aside) as itself,
+    not only as the start of a longer name: a fact of "Science News for Students" says nothing
+    of Science News (a look-alike entity)."""
+    return _contains_words(text, name) and not only_in_longer_names(text, name)
 
 
 def _values(plan: QuestionPlan, facts: Sequence[str], option: str) -> list[str]:
     """What the ``Answer:`` of an option may be: the spans of its facts of the type the step
     compares (dates for an order in time or a difference of dates; numbers and dates for more
     or less; names otherwise), each once, in order."""
-    from ..web.keywords import extract_keywords
-
     out: list[str] = []
     wants_dates = plan.order in ("earlier", "later") or plan.kind == "difference"
     for fact in facts:

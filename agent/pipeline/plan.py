@@ -223,7 +223,9 @@ class PlanReader:
             votes: dict[str, float] = {}
             for example, sim in near:
                 votes[example["kind"]] = votes.get(example["kind"], 0.0) + sim
-            if first in _WH:  # a wh-question is not answered yes or no
+            if asks_which and first not in _AUX:
+                # A question with a wh-word that does not open with an auxiliary verb asks for a
+                # thing ("... located in what city?"), not whether: it is not answered yes or no.
                 votes.pop("same", None)
             kind = max(votes, key=votes.get) if votes else "lookup"
             how["kind"] = "nearest written examples: " + ", ".join(f"{k} {v:.2f}" for k, v in votes.items())

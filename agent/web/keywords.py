@@ -98,3 +98,33 @@ def triple_keywords(subject: str, obj: str) -> list[str]:
         if label.strip() and normalize_keyword(label) not in {normalize_keyword(k) for k in out}:
             out.append(label.strip())
     return out
+
+
+# Joiners that continue a name past another name's end ("Science News for Students"); "and",
+# "of" and "the" do not ("Ada Varga and Ines Varro", "Mark King of Level 42").
+_CONTINUING = JOINERS - {"and", "of", "the", "y"}
+
+
+def only_in_longer_names(text: str, name: str) -> bool:
+    """Whether every place ``text`` names ``name`` starts a longer name: "Science News for
+    Students was started in 2003" names Science News only so, as "The Savoy Hotel is in London"
+    names Savoy; "Science News (magazine)", "Science News, a magazine" and "Mark King of Level
+    42" name it alone. Case aside; False when ``name`` is not written in ``text`` at all."""
+    words = _TOKEN.findall(name)
+    if not words:
+        return False
+    pattern = r"(?<![^\W_])" + r"\W+".join(re.escape(w) for w in words) + r"(?![^\W_])"
+    found = False
+    for match in re.finditer(pattern, text, flags=re.IGNORECASE):
+        found = True
+        after = _TOKEN.findall(text[match.end():match.end() + 80])
+        gap = text[match.end():].lstrip(" ")[:1]
+        if not after or gap in ",.;:()[]\"'’!?–—-":
+            return False
+        nxt = after[0]
+        if nxt[0].isupper() and not nxt[0].isdigit():
+            continue  # "Savoy Hotel"
+        if nxt.lower() in _CONTINUING and len(after) > 1 and after[1][0].isupper():
+            continue  # "Science News for Students"
+        return False
+    return found
