@@ -131,3 +131,16 @@ def test_an_offered_option_may_be_the_answer():
 
     assert repeats_a_name("Which painter was Danish, Lorna Vidal or Otto Brenner?", "Otto Brenner") == ""
     assert "named by the question" in repeats_a_name("Who taught Lorna Vidal and Otto Brenner?", "Otto Brenner")
+
+
+@pytest.mark.parametrize(("question", "clause"), [
+    ("Harbor Lights is a character from a radio serial created by who?", "created by who?"),
+    ("The Iron Orchard was printed at a press located in which city?", "located in which city?"),
+    ("Harbor Lights is a novel by a painter from what town?", "from what town?"),
+    ("Who founded Zorblax Station?", "Who founded Zorblax Station?"),  # nothing described on the way
+    ("Who is an actor in Harbor Lights?", "Who is an actor in Harbor Lights?"),
+])
+def test_what_is_asked_of_the_last_thing_a_question_describes(question, clause):
+    from agent.pipeline.asked import asked_clause
+
+    assert asked_clause(question) == clause

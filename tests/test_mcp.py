@@ -296,3 +296,31 @@ def test_help_shows_an_example_and_a_client_configuration_that_parses():
     snippet = out[out.index('{"mcpServers"'):out.index("Options:")]
     entry = json.loads(snippet)["mcpServers"]["factweave"]
     assert entry["command"].endswith("factweave") and entry["args"][0] == "mcp"
+
+
+# Any arguments an MCP client may send (Hypothesis): an answer, or a tool error of one line, never
+# a crash of the server, a traceback or a hang. Valid questions are answered by SmolLM2 (kept few
+# by the strategy: most examples are malformed).
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False) | st.text(max_size=10)
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
+_turns = st.lists(st.fixed_dictionaries({}, optional={"role": st.sampled_from(["user", "assistant", "system", "x"])
+                                                      | _values, "content": st.text(max_size=20) | _values}),
+                  max_size=2)
+_arguments = st.dictionaries(st.sampled_from(["question", "query", "k", "conversation", "include_trace", "tree"]),
+                             _values | _turns | st.integers(-5, 200), max_size=4)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tool=st.sampled_from(["ask", "search_facts"]), arguments=_arguments)
+def test_any_arguments_are_answered_or_refused_in_one_line(session, tool, arguments):
+    result = session.call(tool, arguments)
+    if result.is_error:
+        text = _error_text(result)
+        assert text and "\n" not in text and "Traceback" not in text, text
+    else:
+        assert result.structured_content is not None
+        assert ("answer" in result.structured_content) if tool == "ask" else ("hits" in result.structured_content)

@@ -625,3 +625,44 @@ def test_a_removed_upload_can_no_longer_be_stated_and_a_changed_one_replaces_its
         assert not {new, old} & {f.text for f in restarted.generator.index.facts}
         assert "bells.tsv" not in {row["source"] for row in restarted.sources()}
         assert not (restarted.uploads_dir / "removing.json").exists()
+
+
+def test_page_loads_share_one_count_of_the_knowledge_until_it_changes(ui_runtime, tmp_path):
+    """Every page load shows the knowledge panel; counting the whole graph for each (outside the
+    queue) let any visitor keep the database busy. Counted once per change, or per TTL."""
+    counted = []
+    real = ui_runtime.web.stats
+    ui_runtime.web.stats = lambda: (counted.append(1), real())[1]
+    try:
+        views = [ui_runtime.knowledge() for _ in range(50)]
+        assert len(counted) <= 1 and all(v == views[0] for v in views)
+        counted.clear()
+        doc = tmp_path / "pennant.md"
+        doc.write_text("# Pennant Reach\n\nPennant Reach is a shoal charted by Ilse Varn in 1788.\n")
+        ui_runtime.add_files([doc])
+        counts, sources = ui_runtime.knowledge()
+        assert len(counted) == 1  # the change is shown at once, counted once
+        assert counts["documents"] == views[0][0]["documents"] + 1
+        assert "pennant.md" in {row["source"] for row in sources}
+        ui_runtime.knowledge_ttl_s = 0.0  # a change made by another process shows after the TTL
+        ui_runtime.knowledge()
+        assert len(counted) == 2
+    finally:
+        del ui_runtime.web.stats
+        ui_runtime.knowledge_ttl_s = type(ui_runtime).knowledge_ttl_s
+        ui_runtime.remove_sources(["pennant.md"])
+
+
+def test_gradios_copies_of_an_upload_are_deleted_and_nothing_outside_its_cache(tmp_path):
+    from ui.uploads import forget_uploads
+
+    cache = tmp_path / "gradio"
+    kept = tmp_path / "mine.tsv"
+    kept.write_text("a\tb\tc\n")
+    copies = []
+    for n, name in enumerate(["facts.tsv", "notes.md"]):
+        (cache / f"h{n}").mkdir(parents=True)
+        copies.append(cache / f"h{n}" / name)
+        copies[-1].write_text("x")
+    assert forget_uploads([*copies, kept, cache / "gone.tsv"], cache) == 2
+    assert kept.exists() and not list(cache.iterdir())

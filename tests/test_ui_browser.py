@@ -111,6 +111,10 @@ def test_upload_a_triple_file_then_find_and_use_its_fact(browser, ui_url, ui_run
     _upload(page, ui_url, tmp_path / "lighthouses.tsv", "Velmora Lighthouse\tdesigned by\tOsric Tandel\n", "ok")
     assert "1 triple(s) from 1 file(s)" in page.text_content("#fw-build-result")
     assert f"{ui_runtime.counts()['uploaded_facts']:,} uploaded" in page.text_content("#fw-status")
+    # Gradio's copy of the upload is gone once it is added (the cache would grow with each).
+    from gradio.utils import get_upload_folder
+
+    assert not list(Path(get_upload_folder()).rglob("lighthouses.tsv"))
 
     fact = "<Velmora Lighthouse> <designed by> <Osric Tandel> ."
     page.fill("#fw-search-query textarea", "Who designed Velmora Lighthouse?")
@@ -183,6 +187,9 @@ def test_a_bad_file_gets_a_clear_message_and_changes_nothing(browser, ui_url, ui
     message = page.text_content("#fw-build-result").strip()
     assert message.startswith("Not added: broken.tsv:2: ") and "3 tab-separated fields" in message
     assert ui_runtime.counts() == before
+    from gradio.utils import get_upload_folder
+
+    assert not list(Path(get_upload_folder()).rglob("broken.tsv"))  # a refused upload leaves no copy either
     page.close()
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.utils import get_upload_folder
 
 from agent.errors import FactweaveError
 from agent.pipeline.conversation import assistant_turn, trim_history
@@ -36,7 +37,7 @@ from agent.pipeline.conversation import assistant_turn, trim_history
 from .proof_graph import proof_graph_html
 from .render import chat_message, search_html, sources_html, step_line, trace_html
 from .runtime import AskOptions, UIRuntime, check_question
-from .uploads import ACCEPTED, size_text
+from .uploads import ACCEPTED, forget_uploads, size_text
 
 CSS_PATH = Path(__file__).with_name("style.css")
 QUEUE = "factweave-model"  # one queue for everything that uses the model
@@ -58,7 +59,7 @@ def demo_examples(limit: int = 5) -> list[str]:
 
 
 def _status(runtime: UIRuntime) -> str:
-    c = runtime.counts()
+    c, _ = runtime.knowledge()
     return (f"**Knowledge** ({c['web']}): {c['documents']:,} documents, {c['facts']:,} facts in the web, "
             f"{c['keywords']:,} keywords; the fact index holds {c['index_facts']:,} facts "
             f"({c['uploaded_facts']:,} uploaded). Model: `{c['model']}`.")
@@ -150,7 +151,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
 
     def knowledge() -> tuple[str, str, Any]:
         """The status line, the sources table and the sources to pick from, as they are now."""
-        sources = runtime.sources()
+        _, sources = runtime.knowledge()
         names = [row["source"] for row in sources]
         return _status(runtime), sources_html(sources), gr.update(choices=names, value=None)
 
@@ -162,6 +163,8 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
             report = runtime.add_files(paths, lambda fraction, message: progress(fraction, desc=message))
         except FactweaveError as exc:
             return f'<p class="fw-error">Not added: {gr_escape(str(exc))}</p>', *knowledge()
+        finally:  # the upload keeps its own copy (uploads/pending/) until it is complete
+            forget_uploads(paths, Path(get_upload_folder()))
         return (f'<p class="fw-ok">Added {gr_escape(report["files"])}: {report["new_facts"]} facts in '
                 f'{report["seconds"]:.1f} s.</p>', *knowledge())
 
@@ -189,7 +192,9 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
             raise gr.Error(str(exc), print_exception=False) from None
         return _status(runtime)
 
-    with gr.Blocks(title=title, fill_width=True) as app:
+    # Gradio's cache of uploads and generated files: what forget_uploads missed (a closed tab
+    # mid-upload) goes after an hour.
+    with gr.Blocks(title=title, fill_width=True, delete_cache=(3600, 3600)) as app:
         session = gr.State(None)
         gr.Markdown(INTRO, elem_id="fw-intro")
         with gr.Tab("Chat"):

@@ -104,6 +104,12 @@ class UIRuntime:
         # listed-facts reader built once), not one per question.
         self._agents: dict[tuple[Any, ...], FactAgent] = {}
         self._progress = progress
+        # What the knowledge panel shows (counts and sources), kept until the next change here or
+        # for ``knowledge_ttl_s``: every page load shows it, and counting the whole graph on each
+        # load let any visitor keep the database busy. ``_changes`` counts the changes made here.
+        self._view_lock = threading.Lock()
+        self._view: tuple[float, int, dict[str, Any], list[dict[str, Any]]] | None = None
+        self._changes = 0
         self._owns_web = web is None
         self.web = web if web is not None else open_web(settings, progress=progress)
         try:
@@ -495,7 +501,22 @@ class UIRuntime:
         try:
             yield
         finally:
+            self._changes += 1  # the knowledge panel counts again (whatever the change did)
             self._write_lock.release()
+
+    # How long the knowledge panel's counts are shown before they are counted again (changes made
+    # by another process on the same web, e.g. `factweave web build`, show after at most this).
+    knowledge_ttl_s = 30.0
+
+    def knowledge(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """:meth:`counts` and :meth:`sources` as the knowledge panel shows them: counted once
+        per change made here, or once per :attr:`knowledge_ttl_s`, however many pages load."""
+        with self._view_lock:
+            view = self._view
+            if view is None or view[1] != self._changes or time.monotonic() - view[0] > self.knowledge_ttl_s:
+                changes = self._changes
+                view = self._view = (time.monotonic(), changes, self.counts(), self.sources())
+            return dict(view[2]), [dict(row) for row in view[3]]
 
     def counts(self) -> dict[str, Any]:
         """What the knowledge holds now (for the knowledge panel)."""

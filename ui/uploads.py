@@ -157,3 +157,25 @@ def read_uploads(paths: list[Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> Up
             # The upload's temporary folder means nothing to the user: name the file only.
             raise FactweaveError(str(exc).replace(str(path), path.name)) from None
     return batch
+
+
+def forget_uploads(paths: list[Path], folder: Path) -> int:
+    """Delete the copies of uploaded files that Gradio keeps under ``folder`` (its upload
+    cache: one folder per file) once an upload is done, kept or refused: without this the
+    cache grows with every upload for as long as the UI runs. Paths outside ``folder`` are
+    left alone. Returns how many files were deleted."""
+    root = folder.resolve()
+    deleted = 0
+    for path in paths:
+        try:
+            path = Path(path).resolve()
+            if root not in path.parents or not path.is_file():
+                continue
+            path.unlink()
+            deleted += 1
+            parent = path.parent
+            if parent != root and not any(parent.iterdir()):
+                parent.rmdir()
+        except OSError:
+            continue  # another session's upload of the same file may have taken it already
+    return deleted

@@ -292,29 +292,45 @@ _ASKING = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "
 _Q_TOKEN = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
 
-def described_nouns(question: str) -> list[str]:
-    """The head nouns of the indefinite noun phrases ("a singer-songwriter", "a university
-    located in", "an Australian soap opera created by") that come before the question's
-    wh-word: things the question describes on the way to what it asks, not what it asks."""
-    words = [w.lower() for w in _Q_TOKEN.findall(question)]
+def _described(question: str) -> list[tuple[str, int]]:
+    """(head noun, where it ends in ``question``) of each indefinite noun phrase before the
+    question's last wh-word (:func:`described_nouns`)."""
+    tokens = [(m.group(0).lower(), m.end()) for m in _Q_TOKEN.finditer(question)]
+    words = [w for w, _ in tokens]
     asking = [i for i, w in enumerate(words) if w in _ASKING]
     if not asking:
         return []
     last = asking[-1]
-    nouns = []
+    out = []
     for i, word in enumerate(words[:last]):
         if word not in ("a", "an"):
             continue
-        phrase = []
-        for nxt in words[i + 1:last + 1]:
-            if nxt in _PHRASE_ENDS or nxt in ("a", "an", "the"):
+        phrase: list[int] = []
+        for j in range(i + 1, last + 1):
+            if words[j] in _PHRASE_ENDS or words[j] in ("a", "an", "the"):
                 break
-            phrase.append(nxt)
-        while len(phrase) > 1 and phrase[-1].endswith("ed"):  # "located", "headquartered", "created"
+            phrase.append(j)
+        while len(phrase) > 1 and words[phrase[-1]].endswith("ed"):  # "located", "headquartered", "created"
             phrase.pop()
         if phrase:
-            nouns.append(phrase[-1])
-    return nouns
+            out.append((words[phrase[-1]], tokens[phrase[-1]][1]))
+    return out
+
+
+def described_nouns(question: str) -> list[str]:
+    """The head nouns of the indefinite noun phrases ("a singer-songwriter", "a university
+    located in", "an Australian soap opera created by") that come before the question's
+    wh-word: things the question describes on its way to what it asks, not what it asks."""
+    return [noun for noun, _ in _described(question)]
+
+
+def asked_clause(question: str) -> str:
+    """What ``question`` asks of the last thing it describes on its way: the words after that
+    noun phrase ("created by who?" in "Kate Ramsay is a character from an Australian soap opera
+    created by who?"); the whole question when it describes nothing so."""
+    described = _described(question)
+    rest = question[described[-1][1]:].strip() if described else ""
+    return rest if len(_Q_TOKEN.findall(rest)) >= 2 else question
 
 
 def _noun_form(word: str) -> str:
@@ -421,12 +437,18 @@ class AskedChecker:
             noun, name = through
             return AskedCheck(False, i, name, noun, "chain", 0.0,
                               f"the question asks about the {noun} of {name!r}; the fact is about {name!r} itself")
+        # What is asked of the fact holding the answer: the question's last clause when it
+        # describes things on its way ("...an Australian soap opera created by who?").
+        asked = asked_clause(question)
         if triple is None and self.statements is not None:
-            subject = _named_subject(question, stated[i]) or _first_name(stated[i])
+            # A fact further along the chain is about the thing the chain reached (its first
+            # name), the first fact about a thing the question names.
+            subject = (_first_name(stated[i]) if len(path) > 1 else "") or _named_subject(question, stated[i]) \
+                or _first_name(stated[i])
             if subject:
-                return _at(self.statements.check(question, stated[i], subject, answer), i)
+                return _at(self.statements.check(asked, stated[i], subject, answer), i)
         if triple is not None and self.matcher is not None:
-            result = self.matcher.check(question, triple, answer, held(triple[0]) if held is not None else ())
+            result = self.matcher.check(asked, triple, answer, held(triple[0]) if held is not None else ())
             return _at(result, i)
         return AskedCheck(True, i, "", "", "none", 0.0, "no relations to check with")
 
