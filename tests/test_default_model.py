@@ -156,3 +156,14 @@ def test_the_follow_up_in_the_browser(default_generator, browser, tmp_path, cach
     finally:
         app.close()
         runtime.close()
+
+
+def test_the_default_models_golden_questions_are_answered_right_from_a_stated_fact(default_generator):
+    """The golden set on the demo's default model (tests/data/golden_questions_default.txt), so
+    that a change that loses answers of the model users meet fails here too."""
+    from conftest import DATA
+    from test_golden import golden_lost
+
+    wrong = golden_lost(default_generator, DATA / "golden_questions_default.txt")
+    assert not wrong, f"{len(wrong)} golden questions of {DEFAULT_MODEL} lost:\n" + "\n".join(wrong)
+

@@ -17,14 +17,15 @@ from agent.pipeline import FactAgent
 GOLDEN = DATA / "golden_questions.txt"
 
 
-@pytest.mark.model
-def test_the_golden_questions_are_answered_right_from_a_stated_fact(demo_generator):
-    wanted = [line for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+def golden_lost(generator, listed) -> list[str]:
+    """The questions of ``listed`` (a file of demo dev questions) that ``generator`` no longer
+    answers right from a stated fact of the subject holding the gold answer, each with why."""
+    wanted = [line for line in listed.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
     gold = {q.text: q for q in kamel_questions(demo_kamel_root(), split="dev")}
     assert len(wanted) >= 20 and set(wanted) <= set(gold)
     # Two at a time: generations on one model overlap correctly and faster (benchmarks/concurrency.py).
     with ThreadPoolExecutor(max_workers=2) as pool:
-        replies = list(pool.map(lambda text: FactAgent(demo_generator, None, tree="kb").answer(text), wanted))
+        replies = list(pool.map(lambda text: FactAgent(generator, None, tree="kb").answer(text), wanted))
     wrong = []
     for text, reply in zip(wanted, replies):
         question = gold[text]
@@ -32,4 +33,10 @@ def test_the_golden_questions_are_answered_right_from_a_stated_fact(demo_generat
         holding = [s for s in stated if question.subject in s and any(a.lower() in s.lower() for a in question.answers)]
         if not (exact_match(reply.answer, question.answers) and reply.trace["grounded"] and holding):
             wrong.append(f"{text} -> {reply.answer!r} (gold {list(question.answers)}) over {stated}")
-    assert not wrong, f"{len(wrong)} of {len(wanted)} golden questions lost:\n" + "\n".join(wrong)
+    return wrong
+
+
+@pytest.mark.model
+def test_the_golden_questions_are_answered_right_from_a_stated_fact(demo_generator):
+    wrong = golden_lost(demo_generator, GOLDEN)
+    assert not wrong, f"{len(wrong)} golden questions lost:\n" + "\n".join(wrong)
