@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agent.errors import FactweaveError
+from agent.models import DEFAULT_MODEL, LoadedModel, load_model
 
 if TYPE_CHECKING:
     from agent.models import LoadedModel
@@ -259,11 +260,7 @@ class LocalChat:
         dtype: str | None = None,
         cache_dir: Path | None = None,
     ) -> None:
-        from agent.models import LoadedModel, load_model
-
         if model is None:
-            from agent.models import DEFAULT_MODEL
-
             model = DEFAULT_MODEL
         if not isinstance(model, LoadedModel):
             model = load_model(model, device=device, dtype=dtype, cache_dir=cache_dir)
