@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent.settings import Settings
+
 from .wire import ApiError
 
 if TYPE_CHECKING:
@@ -33,8 +35,6 @@ _RETRY_MIN_S, _RETRY_MAX_S = 1, 60
 
 def _setting_default(name: str) -> int:
     # One home for the defaults: the settings' own.
-    from agent.settings import Settings
-
     return Settings.model_fields[name].default
 
 
