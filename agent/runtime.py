@@ -20,10 +20,8 @@ from .web.demo import build_demo_web, demo_web_ready
 from .web.web import KnowledgeWeb
 
 if TYPE_CHECKING:
-    from .pipeline import FactAgent
     from .llm.client import ChatClient
     from .settings import Settings
-    from .web.web import KnowledgeWeb
 
 __all__ = ["DEFAULT_MODEL", "load_settings_model", "open_agent", "open_chat", "open_generator", "open_web"]
 

@@ -17,13 +17,10 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from agent.errors import FactweaveError
 from agent.models import DEFAULT_MODEL, LoadedModel, load_model
-
-if TYPE_CHECKING:
-    from agent.models import LoadedModel
 
 log = logging.getLogger(__name__)
 

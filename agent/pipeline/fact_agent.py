@@ -72,7 +72,6 @@ from .plan import PlanReader, QuestionPlan
 from .replies import ReplyWriter
 
 if TYPE_CHECKING:
-    from ..decoding import FactGenerator
     from ..llm.client import ChatClient
     from ..rerank import Reranker
     from ..web.web import KnowledgeWeb

@@ -54,7 +54,6 @@ from .plan import QuestionPlan
 from .values import Dated, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
 
 if TYPE_CHECKING:
-    from ..decoding import FactGenerator
     from ..web.retrieval import FactHit
     from ..web.web import KnowledgeWeb
     from .asked import RelationMatcher

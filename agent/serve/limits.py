@@ -25,8 +25,6 @@ from .wire import ApiError
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from agent.settings import Settings
-
 # How long a queued generation sleeps between looks at its stop event (a client that left).
 _POLL_S = 0.1
 # Retry-After bounds, in seconds: at least 1 (the header's unit), at most a minute.

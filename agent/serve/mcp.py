@@ -55,8 +55,6 @@ from ..web.graph_search import GraphSearchSettings
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from ..pipeline import FactAgent
-
 log = logging.getLogger(__name__)
 
 MAX_K = 100

@@ -48,7 +48,6 @@ from .subqueries import write_subqueries
 from .vector_stores import open_vector_index
 
 if TYPE_CHECKING:
-    from ..embeddings import Embedder
     from ..llm.client import ChatClient
     from .graph import GraphStore
     from .vectors import VectorIndex
