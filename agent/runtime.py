@@ -9,14 +9,19 @@ from typing import TYPE_CHECKING
 from .decoding.generate import FactGenerator
 from .errors import FactweaveError
 from .index.files import open_index
+from .index.postgres import PostgresFactIndex
 from .knowledge.kamel import demo_kamel_root
+from .llm.client import chat_client_from_env
 from .models import DEFAULT_MODEL, LoadedModel, default_cache_dir, load_model
+from .pipeline import FactAgent
+from .rerank import Reranker
+from .settings import load_settings
+from .web.demo import build_demo_web, demo_web_ready
+from .web.web import KnowledgeWeb
 
 if TYPE_CHECKING:
-    from .pipeline import FactAgent
     from .llm.client import ChatClient
     from .settings import Settings
-    from .web.web import KnowledgeWeb
 
 __all__ = ["DEFAULT_MODEL", "load_settings_model", "open_agent", "open_chat", "open_generator", "open_web"]
 
@@ -39,8 +44,6 @@ def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, 
     loaded = loaded or load_model(model, device=device, dtype=dtype, cache_dir=cache_dir)
     fact_index = None
     if with_index and pg_dsn:
-        from .index.postgres import PostgresFactIndex
-
         fact_index = PostgresFactIndex.open(pg_dsn, pg_index, tokenizer=loaded.tokenizer)
     elif with_index:
         fact_index = open_index(kb or demo_kamel_root(), loaded.tokenizer, cache_dir, index_path=index,
@@ -58,9 +61,6 @@ def open_web(settings: Settings, *, progress: bool = True, create: bool = False,
              build_demo: bool = True) -> KnowledgeWeb:
     """The knowledge web ``settings`` name. The demo web (no ``web`` set) is built on first use
     (unless not ``build_demo``); another folder must hold a web already, unless ``create``."""
-    from .web.demo import build_demo_web, demo_web_ready
-    from .web.web import KnowledgeWeb
-
     folder = settings.web_dir()
     if not create:
         _check_web_exists(settings)
@@ -91,8 +91,6 @@ def _check_web_exists(settings: Settings) -> None:
 def open_chat(settings: Settings, local: LoadedModel | str | None = None) -> ChatClient:
     """The chat model for re-ranking and sub-queries: the OpenAI-compatible endpoint or key the
     settings give, else the local model (``local``: reuse an already loaded one)."""
-    from .llm.client import chat_client_from_env
-
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return chat_client_from_env(model=settings.llm_model, base_url=settings.openai_base_url, api_key=key,
                                 local_model=local if local is not None else settings.model)
@@ -112,10 +110,6 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
             reply = agent.answer("Where was Laurie Graff born?")
             reply.answer, [f["text"] for f in reply.facts]
     """
-    from .pipeline import FactAgent
-    from .rerank import Reranker
-    from .settings import load_settings
-
     settings = settings or load_settings()
     tree = settings.effective_tree()
     if tree != "kb":

@@ -34,7 +34,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from .errors import FactweaveError, first_validation_error
-from .models import DEFAULT_MODEL
+from .models import DEFAULT_MODEL, default_cache_dir
 from .pipeline.agent_options import AgentOptions
 
 ENV_PREFIX = "FACTWEAVE_"
@@ -159,8 +159,6 @@ class Settings(BaseSettings):
         return Path(self.web).expanduser() if self.web else self.cache_dir() / "webs" / "demo"
 
     def cache_dir(self) -> Path:
-        from .models import default_cache_dir
-
         return Path(self.cache).expanduser() if self.cache else default_cache_dir()
 
     def uses_demo_web(self) -> bool:

@@ -32,6 +32,7 @@ import gradio as gr
 from gradio.utils import get_upload_folder
 
 from agent.errors import FactweaveError
+from agent.knowledge.kamel import demo_kamel_root, kamel_questions
 from agent.pipeline.conversation import assistant_turn, trim_history
 
 from .proof_graph import proof_graph_html
@@ -53,8 +54,6 @@ def demo_examples(limit: int = 5) -> list[str]:
     web. (Questions about the demo corpus's paragraphs are often answered from the wrong fact by
     the small local models: the re-ranker picks a fact about the right subject but not the one
     that answers.)"""
-    from agent.knowledge.kamel import demo_kamel_root, kamel_questions
-
     return [q.text for q in kamel_questions(demo_kamel_root(), split="dev", limit=limit)]
 
 
@@ -287,6 +286,7 @@ def launch(app: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     (:mod:`agent.serve.origins`: no web page the user visits can drive the UI)."""
     from starlette.middleware import Middleware
 
+    # lazy: the agent.serve package pulls torch (the UI opens its model only when launched)
     from agent.serve.origins import OriginGuard, OriginPolicy
 
     policy = OriginPolicy.of([*allowed_hosts, *([".gradio.live"] if share else [])])

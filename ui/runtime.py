@@ -36,7 +36,11 @@ from agent.errors import FactweaveError
 from agent.files import replacing, write_json
 from agent.index.union import GrowingFactIndex
 from agent.knowledge.facts import Fact
+from agent.models import PRESETS, preset_installed
 from agent.pipeline.conversation import check_question as agent_check_question
+from agent.pipeline.conversation import trim_history
+from agent.rerank import Reranker
+from agent.web.decompose import LLMDecomposer, SentenceDecomposer
 from agent.web.removal import source_name
 
 from .uploads import DEFAULT_MAX_BYTES, read_uploads
@@ -85,6 +89,7 @@ class UIRuntime:
                  max_upload_bytes: int = DEFAULT_MAX_BYTES) -> None:
         """``loaded``: a model already loaded (must be ``settings.model``); ``web``: a knowledge
         web already open (its owner closes it), else the one ``settings`` name is opened here."""
+        # lazy: agent.runtime pulls torch (the CLI imports this module at start)
         from agent.runtime import open_web
 
         self.settings = settings
@@ -121,7 +126,7 @@ class UIRuntime:
     # --- opening -------------------------------------------------------------------------------
 
     def _open_model(self, name: str, *, loaded: Any = None) -> None:
-        from agent.rerank import Reranker
+        # lazy: agent.runtime pulls torch (the CLI imports this module at start)
         from agent.runtime import load_settings_model, open_chat, open_generator
 
         settings = self.settings.model_copy(update={"model": name})
@@ -233,6 +238,7 @@ class UIRuntime:
     # --- answering -----------------------------------------------------------------------------
 
     def agent(self, options: AskOptions) -> FactAgent:
+        # lazy: FactAgent pulls torch (the CLI imports this module at start)
         from agent.pipeline import FactAgent
 
         rerank = self.settings.effective_rerank() if options.rerank is None else options.rerank
@@ -250,8 +256,6 @@ class UIRuntime:
         session's earlier turns, oldest first (bounded here, see
         :mod:`agent.pipeline.conversation`); setting ``stop`` or closing the iterator stops
         generation."""
-        from agent.pipeline.conversation import trim_history
-
         with self._lock:
             key, agent = _base_key(self.generator), self.agent(options)
             self._answering[key] = self._answering.get(key, 0) + 1
@@ -340,8 +344,6 @@ class UIRuntime:
         return target
 
     def _apply(self, batch: Any, progress: Progress) -> dict[str, Any]:
-        from agent.web.decompose import LLMDecomposer, SentenceDecomposer
-
         started = time.perf_counter()
         new: list[tuple[str, Fact]] = []  # (the file it came from, the fact)
         report: dict[str, Any] = {"files": batch.describe()}
@@ -461,8 +463,6 @@ class UIRuntime:
         """What a visitor may switch to: the installed presets and the model the UI was started
         with. Not any folder or Hub id: loading one is the operator's choice (``--model``), not a
         visitor's (it would read the disk or download gigabytes for everyone)."""
-        from agent.models import PRESETS, preset_installed
-
         names = [name for name, preset in PRESETS.items() if preset_installed(preset)]
         return names if self._started_with in names else [self._started_with, *names]
 

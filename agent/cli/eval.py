@@ -7,8 +7,13 @@ from pathlib import Path
 
 import click
 
+from ..eval.compare import DEFAULT_METRICS, compare_markdown, expand_runs, load_run
+from ..eval.datasets import data_path, load_questions
+from ..eval.evaluation import KGDOptions, run_evaluation
 from ..eval.methods import METHODS, default_methods
 from ..extras import require
+from ..files import write_text
+from ..settings import load_settings
 from .options import MODEL_HELP
 
 
@@ -81,10 +86,6 @@ def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, mode
          out, kind: str | None = None) -> None:
     require("eval", "factweave eval")
     from tqdm.auto import tqdm
-
-    from ..eval.datasets import data_path, load_questions
-    from ..eval.evaluation import KGDOptions, run_evaluation
-    from ..settings import load_settings
 
     settings = load_settings(config, model=model, beams=beams, max_tokens=max_tokens, device=device, dtype=dtype,
                              k=k, max_rounds=max_rounds)
@@ -162,14 +163,10 @@ def eval_compare(runs, metrics, out) -> None:
       factweave eval compare benchmarks/results/eval/kamel-*.json benchmarks/results/eval/popqa-*.json
       factweave eval compare runs/ --metric exact_accuracy --metric set_f1 --out runs/comparison.md
     """
-    from ..eval.compare import DEFAULT_METRICS, compare_markdown, expand_runs, load_run
-
     text = compare_markdown([load_run(p) for p in expand_runs(runs)], metrics or DEFAULT_METRICS)
     click.echo(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        from ..files import write_text
-
         write_text(out, text)
 
 

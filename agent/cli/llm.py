@@ -6,6 +6,7 @@ import os
 import click
 
 from ..extras import require
+from ..llm.client import LocalChat
 
 
 @click.group("llm")
@@ -39,7 +40,7 @@ def llm_serve(model, host, port, api_key_env, allowed_hosts, cors_origins, insec
       factweave web search "Who founded Zorblax Station?" --rerank --base-url http://127.0.0.1:8000/v1
     """
     require("serve", "factweave llm serve")
-    from ..llm.client import LocalChat
+    # lazy: the [serve] extra (required above); agent.serve pulls FastAPI and torch
     from ..serve import OriginPolicy, run
     from ..serve.run import refuse_if_exposed
 

@@ -11,6 +11,12 @@ import click
 from agent.cli.ui import ui_command
 
 from ..errors import FactweaveError
+from ..knowledge.kamel import demo_kamel_root
+from ..knowledge.loaders import load_facts
+from ..models import PRESETS, default_cache_dir, load_tokenizer, preset_installed, preset_requirements
+from ..pipeline.conversation import trim_history
+from ..pipeline.trace import describe_step
+from ..settings import config_path, load_settings
 from .eval import eval_group
 from .llm import llm_group
 from .mcp import mcp_command
@@ -59,7 +65,7 @@ def models_cmd() -> None:
     Example:
       factweave models
     """
-    from ..models import PRESETS, preset_installed, preset_requirements
+    # lazy: agent.runtime pulls torch (CLI start stays fast)
     from ..runtime import DEFAULT_MODEL
 
     for name, preset in PRESETS.items():
@@ -82,8 +88,6 @@ def config_cmd(config: Path | None, as_json: bool) -> None:
       factweave config
       FACTWEAVE_TREE=question factweave config --json
     """
-    from ..settings import config_path
-
     settings = _settings(config)
     data = settings.public()
     if as_json:
@@ -133,10 +137,9 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
       factweave index build --kb facts.tsv --model smollm2-135m --backend postgres \\
           --dsn "host=127.0.0.1 dbname=facts" --name facts
     """
+    # lazy: agent.index pulls numpy and tqdm, agent.runtime torch (CLI start stays fast)
     from ..index.files import build_index_file, default_index_path
     from ..index.tokens import tokenizer_fingerprint
-    from ..knowledge.kamel import demo_kamel_root
-    from ..models import default_cache_dir, load_tokenizer
     from ..runtime import DEFAULT_MODEL
 
     model = model or DEFAULT_MODEL
@@ -146,8 +149,8 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
             raise click.UsageError("--backend postgres needs --dsn (or FACTWEAVE_PG_DSN)")
         if out is not None:
             raise click.UsageError("--out is for --backend file or disk")
+        # lazy: agent.index pulls numpy and tqdm (CLI start stays fast)
         from ..index.postgres import build_postgres_index
-        from ..knowledge.loaders import load_facts
 
         tokenizer = load_tokenizer(model)
         report = build_postgres_index(dsn, load_facts(kb, inverse=inverse), tokenizer, name=pg_name, progress=True,
@@ -178,6 +181,7 @@ def index_list(dsn: str, as_json: bool) -> None:
     Example:
       factweave index list --dsn "host=127.0.0.1 dbname=facts"
     """
+    # lazy: agent.index pulls numpy and tqdm (CLI start stays fast)
     from ..index.postgres import list_indexes
 
     found = list_indexes(dsn)
@@ -200,6 +204,7 @@ def index_info(path: Path) -> None:
     Example:
       factweave index info facts.fwi
     """
+    # lazy: agent.index pulls numpy and tqdm (CLI start stays fast)
     from ..index.disk import is_disk_index, read_disk_header
     from ..index.storage import read_header
 
@@ -222,6 +227,7 @@ def index_verify(path: Path) -> None:
     Example:
       factweave index verify big.fwd
     """
+    # lazy: agent.index pulls numpy and tqdm (CLI start stays fast)
     from ..index.storage import load_index
 
     start = time.perf_counter()
@@ -247,6 +253,7 @@ def kb_synthetic(count: int, seed: int, out: Path) -> None:
     """
     import gzip
 
+    # lazy: pulls numpy (CLI start stays fast)
     from ..knowledge.synthetic import synthetic_facts
 
     suffixes = out.suffixes
@@ -285,8 +292,6 @@ def _generation_options(f):
 
 
 def _settings(config, **overrides):
-    from ..settings import load_settings
-
     return load_settings(config, **overrides)
 
 
@@ -328,6 +333,7 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
                          rerank=rerank, k=k, max_rounds=max_rounds, openai_base_url=base_url, llm_model=llm_model)
     t0 = time.perf_counter()
     if free:
+        # lazy: agent.runtime pulls torch (CLI start stays fast)
         from ..runtime import load_settings_model, open_generator
 
         gen = open_generator(settings.model, loaded=load_settings_model(settings), with_index=False,
@@ -342,6 +348,7 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
         else:
             _print_free(payload)
         return
+    # lazy: agent.runtime pulls torch (CLI start stays fast)
     from ..runtime import open_agent
 
     with open_agent(settings, progress=not as_json) as agent:
@@ -364,8 +371,6 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
 
 def read_history(path: Path) -> list[dict[str, str]]:
     """The earlier turns in a ``--history`` file, bounded (see :mod:`agent.pipeline.conversation`)."""
-    from ..pipeline.conversation import trim_history
-
     try:
         turns = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(turns, list):
@@ -381,8 +386,6 @@ def _print_stream(agent, question: str, history: list[dict[str, str]] | None = N
     terminal with its constrained facts highlighted as they complete); returns the answer event."""
     from rich.live import Live
     from rich.text import Text
-
-    from ..pipeline.trace import describe_step
 
     con = _console()
     live: Live | None = None

@@ -35,7 +35,7 @@ def mcp_command(config: Path | None, model: str | None, web_dir: Path | None,
           "args": ["mcp", "--web", "/path/to/my-web"]}}}
     """
     require("mcp", "factweave mcp")
-    # Lazy: the agent's runtime and the server package import torch and FastAPI, which
+    # lazy: the agent's runtime and the server package import torch and FastAPI, which
     # `factweave --help` must not pay for.
     from ..runtime import open_agent
     from ..serve.mcp import build_mcp_server

@@ -4,6 +4,8 @@ from __future__ import annotations
 import click
 
 from ..extras import require
+from ..llm.client import LocalChat
+from ..settings import load_settings
 from .options import agent_options
 
 
@@ -40,11 +42,10 @@ def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurre
         -d '{"model": "factweave", "messages": [{"role": "user", "content": "Who founded Zorblax Station?"}]}'
     """
     require("serve", "factweave serve")
-    from ..llm.client import LocalChat
+    # lazy: the [serve] extra (required above); agent.runtime and agent.serve pull torch and FastAPI
     from ..runtime import load_settings_model, open_agent
     from ..serve import OriginPolicy, ServerLimits, bind_socket, run
     from ..serve.run import refuse_if_exposed
-    from ..settings import load_settings
 
     settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank, host=host, port=port,
                              max_concurrency=max_concurrency, max_queue=max_queue,

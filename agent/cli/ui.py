@@ -62,7 +62,7 @@ def ui_command(config, model, web_dir, tree, rerank, host, port, allowed_hosts, 
       FACTWEAVE_UI_AUTH=me:secret factweave ui --model smollm2-135m --host 0.0.0.0
     """
     require("ui", "factweave ui")
-    # Lazy: the UI imports Gradio (the [ui] extra) and torch, which other commands must not pay for.
+    # lazy: the UI pulls Gradio (the [ui] extra, required above) and numpy, which other commands must not pay for
     from ui.app import build_ui, demo_examples, launch
     from ui.runtime import UIRuntime
 

@@ -7,12 +7,16 @@ from pathlib import Path
 import click
 
 from ..errors import FactweaveError
+from ..knowledge.loaders import load_facts
+from ..rerank.reranker import Candidate, Reranker
+from ..settings import load_settings
+from ..web.decompose import LLMDecomposer, SentenceDecomposer
+from ..web.demo import build_demo_web
+from ..web.documents import read_documents
 
 
 def default_web_dir() -> Path:
     """``$FACTWEAVE_WEB``, else the demo web in the cache (``<cache>/webs/demo``)."""
-    from ..settings import load_settings
-
     return load_settings().web_dir()
 
 
@@ -41,14 +45,13 @@ def _web_options(f):
 
 def web_settings(web_dir: Path | None, **options):
     """The settings for a web command: its options over the environment and the config file."""
-    from ..settings import load_settings
-
     return load_settings(web=web_dir, **options)
 
 
 def _open_web(web_dir: Path | None, *, create: bool = False, **options):
     """The web for a command; ``options`` are the :func:`_web_options` values, by name. The demo
     web is built first when it is the one asked for and not built yet."""
+    # lazy: agent.runtime pulls torch (CLI start stays fast)
     from ..runtime import open_web
 
     return open_web(web_settings(web_dir, **options), create=create, build_demo=not create)
@@ -67,15 +70,13 @@ def _llm_options(f):
 
 
 def _chat_client(llm_model, base_url):
+    # lazy: agent.runtime pulls torch (CLI start stays fast)
     from ..runtime import open_chat
-    from ..settings import load_settings
 
     return open_chat(load_settings(llm_model=llm_model, openai_base_url=base_url))
 
 
 def remote_llm_configured(base_url: str | None) -> bool:
-    from ..settings import load_settings
-
     settings = load_settings(openai_base_url=base_url)
     return bool(settings.openai_base_url or settings.openai_api_key)
 
@@ -119,11 +120,6 @@ def web_build(docs, triples, inverse, decomposer, chunk_size, llm_concurrency, w
       factweave web build notes/ corpus.json --web my-web
       factweave web build --triples facts.tsv --web my-web
     """
-    from ..knowledge.loaders import load_facts
-    from ..web.decompose import LLMDecomposer, SentenceDecomposer
-    from ..web.demo import build_demo_web
-    from ..web.documents import read_documents
-
     if decomposer == "auto":
         decomposer = "llm" if remote_llm_configured(base_url) else "sentences"
     reports = {}
@@ -188,8 +184,6 @@ def web_search(question, k, rerank, method, degree_weight, subqueries, web_dir, 
         result = web.find_facts(question, k, client=client, max_subqueries=subqueries, **options)
     reranked = None
     if rerank:
-        from ..rerank.reranker import Candidate, Reranker
-
         reranked = Reranker(client).rerank(question, [Candidate(h.id, h.text, h.score) for h in result.hits])
     if as_json:
         data = result.as_dict()

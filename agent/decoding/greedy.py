@@ -36,6 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from ..models import cache_keyword
 from .spans import CompletedFact
 from .tracker import FactTracker, TraceState
 from .vocab import TokenVocab
@@ -65,8 +66,6 @@ class TransformersSteps:
     """:class:`ModelSteps` for a transformers causal LM with a ``DynamicCache``."""
 
     def __init__(self, model: Any) -> None:
-        from ..models import cache_keyword
-
         self.model = model
         self.device = getattr(model, "device", torch.device("cpu"))
         self._cache_arg = cache_keyword(model)

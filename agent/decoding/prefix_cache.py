@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from ..models import cache_keyword
+
 # Questions that share nothing after the prompt's fixed start: their prompts' common token
 # prefix is that start. One is a plain question, the other one with facts listed above it
 # (the listed-facts prompts): the start ends where the question's message begins, so both
@@ -81,8 +83,6 @@ class PrefixCache:
                 return
             try:
                 from transformers import DynamicCache
-
-                from ..models import cache_keyword
 
                 cache = DynamicCache(config=self.model.config)
                 device = getattr(self.model, "device", torch.device("cpu"))

@@ -35,7 +35,9 @@ from typing import Any
 
 from ..errors import FactweaveError, InputError
 from ..knowledge.facts import Fact
-from ..web.documents import Document, read_json
+from ..knowledge.kamel import demo_kamel_root, kamel_questions
+from ..web.documents import Document, read_documents, read_json
+from .conversations import kamel_chat_questions
 from .questions import EvalQuestion, natural_key
 
 DATASETS = ("kamel", "popqa", "musique", "hotpotqa", "2wiki", "kamel-chat")
@@ -60,8 +62,6 @@ def data_path(dataset: str, data: str | Path | None = None) -> Path:
         raise FactweaveError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
     if data is None:
         if dataset in KAMEL_DATASETS:
-            from ..knowledge.kamel import demo_kamel_root
-
             return demo_kamel_root()
         path = _DEFAULT_FILES[dataset]
         if not path.is_file():
@@ -84,12 +84,8 @@ def load_questions(dataset: str, data: str | Path | None = None, *, limit: int |
     if limit is not None and limit < 0:
         raise FactweaveError(f"limit must be 0 or more, got {limit}")
     if dataset == "kamel-chat":
-        from .conversations import kamel_chat_questions
-
         return kamel_chat_questions(path, limit=limit, seed=seed, kind=kind)
     if dataset == "kamel":
-        from ..knowledge.kamel import kamel_questions
-
         questions = [EvalQuestion(q.id, q.text, q.answers,
                                   {"relation": q.relation, "subject": q.subject,
                                    "objects": [list(names) for names in q.objects]})
@@ -280,8 +276,6 @@ def hotpotqa_questions(path: str | Path) -> list[EvalQuestion]:
 def hotpotqa_documents(path: str | Path) -> Iterator[Document]:
     """The passages of a HotpotQA set: its corpus file (title -> sentences), else every
     question's context (the same passage twice is one document in the web)."""
-    from ..web.documents import read_documents
-
     questions, corpus = question_files("hotpotqa", path)
     if corpus is not None:
         yield from read_documents([corpus])

@@ -22,11 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FactweaveError
+from ..knowledge.kamel import majority_objects, relation_objects
+from ..llm.client import LocalChat, OpenAIChat, chat_client_from_env
+from ..pipeline.evidence import ListedFactsReader
+from ..rerank import Reranker
 from .datasets import data_path, load_questions
 from .judge import AnswerJudge
+from .knowledge import open_knowledge
 from .methods import (CONVERSATIONAL, KAMEL_ONLY, METHODS, AgentMethod, LLMOnlyMethod, MajorityMethod, RCDMethod, ReFactXMethod,
                       VanillaSetMethod, WebRAGMethod, default_methods)
 from .kgd import VARIANTS as KGD_VARIANTS
+from .kgd import KGDMethod, QuestionChunks
 from .report import EvalReport, file_stem
 from .resume import RowLog
 from .run import evaluate_methods
@@ -45,8 +51,6 @@ def judge_client(loaded: LoadedModel, *, base_url: str | None = None, model: str
     """The judge's chat model: the OpenAI-compatible endpoint at ``base_url`` (``model``, else the
     first one it serves; key from OPENAI_API_KEY), else OpenAI's ``model`` (key required), else
     the local model already loaded."""
-    from ..llm.client import LocalChat, OpenAIChat, chat_client_from_env
-
     if base_url:
         return chat_client_from_env(model=model, base_url=base_url)
     if model:
@@ -60,6 +64,7 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
     """The methods ``names`` (in :data:`METHODS` order) on ``loaded``, over ``knowledge``; the
     KAMEL-only methods take their candidates from ``kamel_root`` (every split) and the majority
     from a split other than ``split``; the KGD family (``agent.eval.kgd``) runs with ``kgd``."""
+    # lazy: pulls torch (the CLI imports this module at start)
     from ..decoding import FactGenerator
 
     unknown = [n for n in names if n not in METHODS]
@@ -73,13 +78,12 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
                               max_new_tokens=settings.max_tokens)
     set_generator = None
     if {"rcd", "rcd-static", "vd"} & set(names):
+        # lazy: pulls torch (the CLI imports this module at start)
         from ..baselines.rcd import AnswerSetGenerator
 
         set_generator = AnswerSetGenerator(loaded.model, loaded.tokenizer, beams=settings.beams)
     candidates: dict[str, list[str]] = {}
     if {"rcd", "rcd-static"} & set(names):
-        from ..knowledge.kamel import relation_objects
-
         candidates = relation_objects(kamel_root)
     methods: list[Any] = []
     if KGD_VARIANTS.keys() & set(names):
@@ -93,8 +97,6 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
         elif name == "refactx":
             methods.append(ReFactXMethod(generator))
         elif name == "web-rag":
-            from ..pipeline.evidence import ListedFactsReader
-
             methods.append(WebRAGMethod(ListedFactsReader(generator), knowledge.web, k=settings.k))
         elif name == "agent":
             methods.append(AgentMethod(_agent(generator, knowledge, settings, loaded)))
@@ -103,8 +105,6 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
         elif name == "vd":
             methods.append(VanillaSetMethod(set_generator))
         else:
-            from ..knowledge.kamel import majority_objects
-
             methods.append(MajorityMethod(majority_objects(kamel_root, "dev" if split == "train" else "train")))
     return methods
 
@@ -128,9 +128,9 @@ class KGDOptions:
 
 def _kgd_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings, knowledge: EvalKnowledge | None,
                  options: KGDOptions, seed: int) -> dict[str, Any]:
+    # lazy: agent.baselines pulls torch, agent.embeddings numpy (the CLI imports this module at start)
     from ..baselines.kgd import CachedEncoder, EntailmentScorer, SimilarityScorer, load_judge
     from ..embeddings import Embedder
-    from .kgd import KGDMethod, QuestionChunks
 
     wanted = [KGD_VARIANTS[n] for n in names if n in KGD_VARIANTS]
     encoder = CachedEncoder(knowledge.web.embedder if knowledge is not None else Embedder(settings.embedder))
@@ -152,8 +152,8 @@ def _agent_tree(settings: Settings) -> str:
 
 
 def _agent(generator: Any, knowledge: EvalKnowledge, settings: Settings, loaded: LoadedModel) -> Any:
+    # lazy: FactAgent and agent.runtime pull torch (the CLI imports this module at start)
     from ..pipeline import FactAgent
-    from ..rerank import Reranker
     from ..runtime import open_chat
 
     chat = open_chat(settings, loaded)
@@ -223,14 +223,13 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
     np.random.seed(seed)
     torch.manual_seed(seed)
     if loaded is None:
+        # lazy: pulls torch (the CLI imports this module at start)
         from ..runtime import load_settings_model
 
         loaded = load_settings_model(settings)
     knowledge = None
     kamel_chunks = dataset == "kamel" and any(KGD_VARIANTS[n].chunks for n in names if n in KGD_VARIANTS)
     if _NEEDS_KNOWLEDGE & set(methods) or kamel_chunks:
-        from .knowledge import open_knowledge
-
         # Conversations read the KAMEL knowledge as `eval kamel` does: the whole folder as the KB
         # tree, the dev split's triples as the web (the demo web for the bundled KB).
         knowledge = open_knowledge("kamel" if dataset == "kamel-chat" else dataset, path, settings,

@@ -97,6 +97,7 @@ class QuestionChunks:
 
     def top(self, question: EvalQuestion) -> list[str]:
         if question.id not in self._cache:
+            # lazy: pulls torch (the CLI imports this module at start)
             from ..baselines.kgd import ChunkRetriever, chunk_passages
 
             chunks = chunk_passages(self.passages(question), self.size, self.overlap)
@@ -146,6 +147,7 @@ class KGDMethod:
         return render_prompt(self.loaded.tokenizer, self.prompt, turns) + "Answer:"
 
     def _generate(self, prompts: list[str], chunk_lists: list[list[str]], **kwargs: Any) -> list[str]:
+        # lazy: pulls torch (the CLI imports this module at start)
         from ..baselines.kgd import kgd_generate
 
         return kgd_generate(self.loaded, prompts, chunk_lists, self.scorer if self.variant.scorer else None,

@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..files import write_json
+from ..knowledge.kamel import demo_kamel_root
+from ..knowledge.loaders import load_facts
+from ..web.decompose import SentenceDecomposer
 from .datasets import dataset_documents, knowledge_files, popqa_triples
 
 if TYPE_CHECKING:
@@ -66,11 +69,12 @@ class EvalKnowledge:
 def open_knowledge(dataset: str, path: Path, settings: Settings, tokenizer: Any, *, split: str = "dev",
                    model_name: str = "", progress: bool = True) -> EvalKnowledge:
     """Open (building on first use) the web and KB tree of ``dataset`` read from ``path``."""
+    # lazy: agent.index pulls numpy and tqdm (the CLI imports this module at start)
     from ..index.files import open_index
-    from ..knowledge.kamel import demo_kamel_root
 
     if dataset == "kamel":
         if Path(path).resolve() == demo_kamel_root().resolve() and split == "dev":
+            # lazy: agent.runtime pulls torch (the CLI imports this module at start)
             from ..runtime import open_web
 
             web = open_web(settings.model_copy(update={"web": None}), progress=progress)
@@ -93,7 +97,7 @@ def open_knowledge(dataset: str, path: Path, settings: Settings, tokenizer: Any,
 
 def web_key(dataset: str, path: Path, split: str = "dev") -> str:
     """A hash of what a dataset's web is built from: the data files' bytes and the decomposer."""
-    from ..web.decompose import SentenceDecomposer
+    # lazy: agent.web.web pulls numpy and scipy (the CLI imports this module at start)
     from ..web.web import FORMAT
 
     digest = hashlib.sha256(json.dumps([dataset, split, SentenceDecomposer.fingerprint, FORMAT]).encode())
@@ -108,8 +112,7 @@ def web_key(dataset: str, path: Path, split: str = "dev") -> str:
 def dataset_web(dataset: str, path: Path, settings: Settings, *, split: str = "dev",
                 progress: bool = True) -> KnowledgeWeb:
     """The knowledge web of ``dataset``: opened from the cache, built (or resumed) when not complete."""
-    from ..knowledge.loaders import load_facts
-    from ..web.decompose import SentenceDecomposer
+    # lazy: agent.web.web pulls numpy and scipy (the CLI imports this module at start)
     from ..web.web import KnowledgeWeb
 
     folder = settings.cache_dir() / "webs" / f"eval-{dataset}-{web_key(dataset, path, split)}"
@@ -148,6 +151,7 @@ def _complete(done: Path) -> bool:
 
 def web_fact_index(web: KnowledgeWeb, tokenizer: Any, *, model_name: str = "", progress: bool = True) -> FactIndex:
     """The fact tree of every fact of ``web`` for ``tokenizer``, saved beside the web on first use."""
+    # lazy: agent.index pulls numpy and tqdm (the CLI imports this module at start)
     from ..index import FactIndex
     from ..index.storage import load_index, save_index
     from ..index.tokens import tokenizer_fingerprint

@@ -119,6 +119,7 @@ class ReFactXMethod:
         self.generator = generator
 
     def answer_batch(self, questions: Sequence[EvalQuestion]) -> list[MethodAnswer]:
+        # lazy: agent.pipeline.chaining pulls numpy (the CLI imports this module at start)
         from ..pipeline.chaining import answer_on_chain
 
         return _from_answers(answer_on_chain(self.generator, [conversation(q) for q in questions], constrained=True))
@@ -204,6 +205,7 @@ class RCDMethod(_SetAnswers):
 
     def __init__(self, generator: AnswerSetGenerator, candidates: dict[str, list[str]], *,
                  static: bool = False) -> None:
+        # lazy: pulls torch (the CLI imports this module at start)
         from ..baselines.rcd import AnswerTrie
 
         self.generator, self.candidates, self.static = generator, candidates, static

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..extras import require
+from ..files import replacing
 from .questions import natural_key
 
 if TYPE_CHECKING:
@@ -53,8 +54,6 @@ def stratum_scores(result: MethodResult) -> dict[str, float]:
 
 def _save(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
-
-    from ..files import replacing
 
     try:
         with replacing(path, binary=True) as out:

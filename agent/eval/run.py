@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..pipeline.conversation import rewrite_by_rules
+from ..pipeline.grounding import ground
 from .questions import EvalQuestion
 from .judge import AnswerJudge
 from .methods import EvalMethod, MethodAnswer
@@ -168,9 +170,6 @@ def _grounded(question: EvalQuestion, answer: MethodAnswer) -> bool:
     for key in ("grounded", "supported"):  # the agent's own verdict
         if isinstance(answer.extra.get(key), bool):
             return answer.extra[key]
-    from ..pipeline.conversation import rewrite_by_rules
-    from ..pipeline.grounding import ground
-
     # A follow-up's entities are in the conversation: ground against its standalone form (the
     # agent's own rules), so a method is not penalized for the pronoun it was asked with.
     asked = rewrite_by_rules(question.text, question.history).standalone if question.history else question.text

@@ -53,7 +53,9 @@ from ..errors import FactweaveError
 from ..files import replacing
 from ..knowledge.facts import Fact
 from .cursor import FactCursor
+from .external_sort import SequenceSorter, flatten
 from .header import read_json_header
+from .segments import FactTokenizer
 from .tokens import refuse_other_tokenizer, tokenizer_fingerprint
 from .workdir import WorkDir
 
@@ -684,9 +686,6 @@ def build_disk_index(facts: Iterable[Fact], tokenizer: Any, path: str | Path, *,
     >>> stats = build_disk_index(synthetic_facts(1_000_000), tokenizer, "kb.fwd", memory_mb=512)  # doctest: +SKIP
     """
     from tqdm.auto import tqdm
-
-    from .external_sort import SequenceSorter, flatten
-    from .segments import FactTokenizer
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

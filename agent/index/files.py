@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..knowledge.loaders import load_facts
+from .disk import DiskFactIndex, build_disk_index
 from .storage import load_index, read_header, save_index
 from .tokens import tokenizer_fingerprint
 from .trie import FactIndex
@@ -52,8 +53,6 @@ def build_index_file(kb: str | Path, tokenizer: Any, out: str | Path, *, inverse
     format (streamed; sorting spills to disk beyond ``memory_mb``) and return it opened."""
     start = time.perf_counter()
     if disk:
-        from .disk import DiskFactIndex, build_disk_index
-
         stats = build_disk_index(load_facts(kb, inverse=inverse), tokenizer, out, memory_mb=memory_mb,
                                  progress=progress, meta={"model": model_name, "kb": str(Path(kb).resolve()),
                                                           "inverse": inverse, "source_key": source_key(kb, inverse)})

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import FactweaveError
 from ..files import replacing
+from .disk import DiskFactIndex, is_disk_index
 from .header import read_json_header
 from .table import FactTable
 from .tokens import refuse_other_tokenizer
@@ -80,8 +81,6 @@ def load_index(path: str | Path, tokenizer: Any | None = None, *, verify: bool |
     A disk index (see :mod:`agent.index.disk`, told apart by its magic bytes) is memory-mapped
     instead of read: a :class:`DiskFactIndex` with the same cursor API (its sections are checked
     against their digests only when ``verify`` is ``"full"``; small ones always)."""
-    from .disk import DiskFactIndex, is_disk_index
-
     path = Path(path)
     if is_disk_index(path):
         return DiskFactIndex.open(path, tokenizer, verify=verify == "full")

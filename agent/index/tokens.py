@@ -13,6 +13,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import IndexMismatchError
+
 TRIGGER = "Fact:"
 # Bump when the way facts are tokenized changes: old indexes then no longer match.
 SCHEME = "fact-after-trigger/1"
@@ -62,8 +64,6 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
 def refuse_other_tokenizer(where: str, built_fingerprint: str, built_for: str, tokenizer: Any, rebuild: str) -> None:
     """Raise :class:`~agent.errors.IndexMismatchError` when ``tokenizer`` is not the one an index
     at ``where`` was built for (``built_for``: its model's name, when known); ``rebuild`` says how."""
-    from ..errors import IndexMismatchError
-
     mine = tokenizer_fingerprint(tokenizer)
     if mine != built_fingerprint:
         raise IndexMismatchError(

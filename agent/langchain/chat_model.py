@@ -14,6 +14,8 @@ from pydantic import ConfigDict, Field
 from ..decoding import FactGenerator
 from ..decoding.generate import Answer
 from ..index import FactIndex
+from ..pipeline.chaining import answer_on_chain, stream_on_chain
+from ..pipeline.conversation import rewrite_by_rules
 
 # LangChain message types -> the roles FactGenerator's prompt takes.
 _ROLES = {"system": "system", "human": "user", "ai": "assistant"}
@@ -97,8 +99,6 @@ class ChatFactweave(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         turns = self._turns(messages)
-        from ..pipeline.chaining import answer_on_chain
-
         answer = answer_on_chain(self.generator, [turns], **self._options(stop, kwargs))[0]
         message = AIMessage(content=answer.text, usage_metadata=_usage(answer),
                             response_metadata={**self._metadata(answer), "standalone": turns[-1]["content"],
@@ -108,8 +108,6 @@ class ChatFactweave(BaseChatModel):
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
         turns = self._turns(messages)
-        from ..pipeline.chaining import stream_on_chain
-
         for event in stream_on_chain(self.generator, turns, **self._options(stop, kwargs)):
             if event.kind == "token":
                 message = AIMessageChunk(content=event.text)
@@ -128,8 +126,6 @@ class ChatFactweave(BaseChatModel):
     def _turns(self, messages: list[BaseMessage]) -> list[dict[str, str]]:
         turns = _conversation(messages)
         if self.standalone_follow_ups and turns and turns[-1]["role"] == "user":
-            from ..pipeline.conversation import rewrite_by_rules
-
             history = [t for t in turns[:-1] if t["role"] in ("user", "assistant")]
             if history:
                 # The earlier turns were read by the rewrite; the model gets the standalone question

@@ -17,12 +17,10 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from agent.errors import FactweaveError
-
-if TYPE_CHECKING:
-    from agent.models import LoadedModel
+from agent.models import DEFAULT_MODEL, LoadedModel, load_model
 
 log = logging.getLogger(__name__)
 
@@ -259,11 +257,7 @@ class LocalChat:
         dtype: str | None = None,
         cache_dir: Path | None = None,
     ) -> None:
-        from agent.models import LoadedModel, load_model
-
         if model is None:
-            from agent.models import DEFAULT_MODEL
-
             model = DEFAULT_MODEL
         if not isinstance(model, LoadedModel):
             model = load_model(model, device=device, dtype=dtype, cache_dir=cache_dir)

@@ -48,6 +48,8 @@ import numpy as np
 
 from ..index.base import FactTree
 from ..knowledge.normalize import normalize_answer
+from ..web.keywords import extract_keywords
+from .values import parse_date, parse_number
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
@@ -251,8 +253,6 @@ _HOW_MANY = re.compile(r"^\s*how (?:many|much|old|long)\b", re.IGNORECASE)
 def answer_type_fits(question: str, answer: str) -> str:
     """"" when ``answer`` is of the type ``question`` asks for, else why not: a "when" question
     takes a date (parsed by :mod:`.values`), a "how many" question a number."""
-    from .values import parse_date, parse_number
-
     if _WHEN.search(question) and parse_date(answer) is None:
         return f"the question asks when; {answer!r} is no date"
     if _HOW_MANY.search(question) and parse_number(answer) is None:
@@ -369,8 +369,6 @@ def repeats_a_name(question: str, answer: str) -> str:
     target = normalize_answer(answer)
     if not target or target in ("yes", "no"):
         return ""
-    from ..web.keywords import extract_keywords
-
     names = [part for keyword in extract_keywords(question, limit=30)
              for part in re.split(r"\s+(?:and|or)\s+", keyword)]  # "Collective Soul and Counting Crows"
     for name in names:
@@ -469,8 +467,6 @@ def _through(question: str, fact: str, triple: tuple[str, str, str] | None) -> t
 
 
 def _question_names_in(question: str, fact: str) -> list[str]:
-    from ..web.keywords import extract_keywords
-
     out = []
     for keyword in extract_keywords(question, limit=20):
         keyword = re.sub(r"['’]s?$", "", keyword)  # "Denmark's" names Denmark
@@ -485,7 +481,5 @@ def _named_subject(question: str, fact: str) -> str:
 
 
 def _first_name(fact: str) -> str:
-    from ..web.keywords import extract_keywords
-
     names = [k for k in extract_keywords(fact, limit=10) if any(c.isupper() for c in k)]
     return names[0] if names else ""

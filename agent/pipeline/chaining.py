@@ -27,9 +27,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..index.base import FactTree
+from ..index.tokens import fact_token_ids
 from ..index.trie import FactIndex
 from ..index.union import GrowingFactIndex
 from ..knowledge.facts import Fact
+from ..knowledge.normalize import normalize_answer
+from ..web.keywords import extract_keywords
+from .grounding import connected_prefix
 
 if TYPE_CHECKING:
     from ..decoding.generate import Answer, FactGenerator, GenerationEvent, Prompt
@@ -49,9 +53,6 @@ def bridge_entities(fact: str, question: str, limit: int = 2) -> list[str]:
     ...                 "What is the official language of the country Edith Frank-Holländer is a citizen of?")
     ['Germany']
     """
-    from ..knowledge.normalize import normalize_answer
-    from ..web.keywords import extract_keywords
-
     asked = f" {normalize_answer(question)} "
     m = _TRIPLE.match(fact)
     if m:
@@ -94,8 +95,6 @@ def subject_relations(index: FactTree, tokenizer: Any, subject: str, *, max_node
     tree steps). [] when no triple has that subject. Lets the whole-KB tree, whose facts are not
     listed, say what it holds about a bridge ("Canada": "official language", "capital", ...).
     """
-    from ..index.tokens import fact_token_ids
-
     ids = fact_token_ids(tokenizer, [f"<{subject}"])[0]
     cursor = index.root()
     try:
@@ -213,8 +212,6 @@ class ChainGuard:
         self.cut: set[int] = set()
 
     def on_fact(self, done: CompletedFact) -> None:
-        from .grounding import connected_prefix
-
         if done.item in self.cut:
             return
         stated = self.stated[done.item]
@@ -229,8 +226,6 @@ def connected_reply(question: str, text: str, facts: Sequence[tuple[str, int]]) 
     """How many of the stated ``facts`` (text, end offset in ``text``) form the connected chain,
     and the reply to answer again from: ``text`` up to the end of the last connected fact's line,
     then ``Answer:`` ("" when no fact or every fact is connected: nothing to answer again from)."""
-    from .grounding import connected_prefix
-
     keep = connected_prefix(question, [fact for fact, _ in facts])
     if keep == 0 or keep == len(facts):
         return keep, ""
@@ -277,6 +272,7 @@ def stream_on_chain(generator: FactGenerator, question: Prompt, *,
     if not _guarded(generator, options):
         yield from generator.stream(question, on_fact=on_fact, **options)
         return
+    # lazy: agent.decoding pulls torch (this module is imported without it)
     from ..decoding.generate import GenerationEvent
 
     guard = ChainGuard(asked_text(question), on_fact)
@@ -315,6 +311,7 @@ def _answer_again(generator: FactGenerator, questions: list[Prompt], guard: Chai
     their connected facts, in one batch."""
     from dataclasses import replace
 
+    # lazy: agent.decoding pulls torch (this module is imported without it)
     from ..decoding.spans import FactSpan
 
     out, again_of, prefixes = list(answers), [], []

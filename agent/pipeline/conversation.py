@@ -56,6 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import FactweaveError
 from ..prompts import read_prompt
+from ..web.keywords import extract_keywords
+from .grounding import DONT_KNOW
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
@@ -140,8 +142,6 @@ def assistant_turn(reply: Mapping[str, Any]) -> str:
     event), as an assistant turn for the next question's history: the generated text, its
     ``Fact:`` lines and all; when the answer was withheld, a last line ``Answer: I don't know.``
     says so (as the server's reply does)."""
-    from .grounding import DONT_KNOW
-
     text = (reply.get("text") or "").strip()
     answer = reply.get("answer") or DONT_KNOW
     if not text:
@@ -212,8 +212,6 @@ class PreviousTurn:
 
 def previous_turn(history: Sequence[Mapping[str, Any]]) -> PreviousTurn | None:
     """The last user question of ``history`` with the assistant reply after it (if any)."""
-    from ..web.keywords import extract_keywords
-
     question, reply = "", ""
     for turn in reversed(history):
         if turn.get("role") == "assistant" and not reply and not question:
@@ -344,8 +342,6 @@ def _ends_clause(text: str, end: int) -> bool:
 
 
 def _names_own_subject(question: str) -> bool:
-    from ..web.keywords import extract_keywords
-
     return any(_is_name(k) for k in extract_keywords(question))
 
 

@@ -32,6 +32,7 @@ class ListedFactsReader:
     """
 
     def __init__(self, generator: FactGenerator, *, max_new_tokens: int | None = None) -> None:
+        # lazy: agent.decoding pulls torch (this module is imported without it)
         from ..decoding import FactGenerator
 
         self.generator = FactGenerator(generator.model, generator.tokenizer, None,

@@ -50,9 +50,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
+from ..decoding import FactGenerator
+from ..embeddings import Embedder
 from ..errors import FactweaveError
 from ..index.base import FactTree
+from ..knowledge.kamel import relations_file
+from ..llm.client import OpenAIChat
+from ..models import LoadedModel
 from ..prompts import FewShotPrompt, listed_question
+from ..web.keywords import extract_keywords
+from ..web.retrieval import merge_hits, rank
+from ..web.subqueries import write_subqueries
 from .agent_options import AgentOptions
 from .attempts import GenerationAttempts, emit, since
 from .asked import AskedChecker, RelationLabels, RelationMatcher
@@ -64,7 +72,6 @@ from .plan import PlanReader, QuestionPlan
 from .replies import ReplyWriter
 
 if TYPE_CHECKING:
-    from ..decoding import FactGenerator
     from ..llm.client import ChatClient
     from ..rerank import Reranker
     from ..web.web import KnowledgeWeb
@@ -174,16 +181,12 @@ class FactAgent:
 
     @property
     def _loaded(self) -> Any:
-        from ..models import LoadedModel
-
         return self._part("loaded", lambda: LoadedModel(self.generator.model, self.generator.tokenizer,
                                                         getattr(self.generator.model, "name_or_path", "local"), 0.0))
 
     @property
     def reader(self) -> ReplyWriter:
         """Writes the read attempt: the retrieved facts listed in the prompt (``prompts/agent/``)."""
-        from ..decoding import FactGenerator
-
         def build() -> ReplyWriter:
             g = self.generator
             return ReplyWriter(FactGenerator(g.model, g.tokenizer, None, prompt=FewShotPrompt.load(READ_PROMPT),
@@ -344,8 +347,6 @@ class FactAgent:
         return rewrite_by_rules(question, history)
 
     def _retrieve(self, state: _State) -> dict[str, Any]:
-        from ..web.retrieval import merge_hits, rank
-
         t = time.perf_counter()
         found = [self.web.search(query, self.options.k).hits for query in state["pending"]]
         pool = rank(merge_hits(state["pool"], *found), self.options.k * (1 + state["rounds"]))
@@ -449,16 +450,12 @@ class FactAgent:
         t = time.perf_counter()
         asked = {q.casefold() for q in state["queries"]}
         if self.chat is not None and self.options.max_subqueries:
-            from ..web.subqueries import write_subqueries
-
             try:
                 queries = write_subqueries(self.chat, state["question"], state["pool"], self.options.max_subqueries)
                 how = "written by the chat model"
             except FactweaveError as exc:
                 queries, how = [], f"the chat model failed: {exc}"
         else:
-            from ..web.keywords import extract_keywords
-
             covered = {kw.casefold() for h in state["pool"] for kw in h.keywords}
             queries = [kw for kw in extract_keywords(state["question"]) if kw.casefold() not in covered]
             queries = queries[: self.options.max_subqueries]
@@ -517,8 +514,6 @@ _SHARED: dict[Any, Any] = {}
 
 def shared_embedder() -> Any:
     """The packaged sentence embedder, loaded once per process (an agent without a web)."""
-    from ..embeddings import Embedder
-
     with _SHARED_LOCK:
         if "embedder" not in _SHARED:
             _SHARED["embedder"] = Embedder()
@@ -544,8 +539,6 @@ def default_relations(index: FactTree) -> RelationLabels:
     """The relations the answer check compares a question with: the bundled Wikidata property
     labels and descriptions (``agent/data/relations/``), and every relation of ``index``'s
     triples (described there when the label matches)."""
-    from ..knowledge.kamel import relations_file
-
     labels = RelationLabels.from_tsv(relations_file())
     if index is not None:
         labels = RelationLabels.from_index(index).merged(labels)
@@ -572,8 +565,6 @@ def _final(attempts: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def _is_endpoint(chat: Any) -> bool:
     """Whether ``chat`` is a chat model behind an OpenAI-compatible endpoint (not the local one)."""
-    from ..llm.client import OpenAIChat
-
     return isinstance(chat, OpenAIChat)
 
 

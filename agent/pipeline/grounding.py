@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..knowledge.normalize import normalize_answer
+from ..web.keywords import STOP_WORDS, extract_keywords
 
 _TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
 _POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])")
@@ -193,8 +194,6 @@ def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
 
 
 def _parse(text: str) -> _Stated:
-    from ..web.keywords import extract_keywords
-
     m = _TRIPLE.match(text)
     if m:
         s, p, o = (part.strip() for part in m.groups())
@@ -207,8 +206,6 @@ def _question_names(question: str, split_and: bool = False) -> list[frozenset[st
     """The question's names, each as its significant words (4+ letters, or years), one of which
     a statement fact must hold whole to anchor. ``split_and``: "Cupid The Cowpuncher and
     Hashimura Togo" is two names (the two sides of a comparison)."""
-    from ..web.keywords import STOP_WORDS, extract_keywords
-
     keywords = extract_keywords(question)
     names = [k for k in keywords if any(c.isupper() or c.isdigit() for c in k)] or keywords
     if split_and:

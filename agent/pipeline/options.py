@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..decoding import FactGenerator
 from ..decoding.greedy import DecodeSession, TransformersSteps
 from ..decoding.spans import FactSpan, decode_tokens
 from ..decoding.tracker import FactTracker, TraceState
@@ -47,12 +48,12 @@ from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
 from ..web.keywords import extract_keywords, only_in_longer_names
+from .chaining import bridge_entities
 from .grounding import says_form
 from .plan import QuestionPlan
 from .values import Dated, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
 
 if TYPE_CHECKING:
-    from ..decoding import FactGenerator
     from ..web.retrieval import FactHit
     from ..web.web import KnowledgeWeb
     from .asked import RelationMatcher
@@ -132,8 +133,6 @@ class OptionsStep:
     def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None, *,
                  similar: Callable[[str, str], float] | None = None, matcher: RelationMatcher | None = None,
                  hop_k: int = 5, max_tree_facts: int = 60) -> None:
-        from ..decoding import FactGenerator
-
         self.generator = FactGenerator(generator.model, generator.tokenizer, None,
                                        prompt=FewShotPrompt.load(OPTIONS_PROMPT), max_new_tokens=LINE_TOKENS,
                                        vocab=generator.vocab)
@@ -288,8 +287,6 @@ class OptionsStep:
         context; they join ``known``."""
         if self.web is None:
             return []
-        from .chaining import bridge_entities
-
         entities = bridge_entities(fact, f"{question} {option}", limit=8)
         if role:
             entities = _nearest_after(fact, role, entities)[:1]

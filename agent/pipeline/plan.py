@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..prompts import prompts_dir
+from ..web.keywords import extract_keywords
 
 
 KINDS = ("lookup", "choice", "verify", "same", "difference")
@@ -147,8 +148,6 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
         spans.append((at, end, question[at:end]))
     how = "names of the knowledge the question names"
     if len(spans) < 2:
-        from ..web.keywords import extract_keywords
-
         spans = []
         for keyword in extract_keywords(question, limit=20):
             # "Were Ada Varga and Ines Varro" is two names after a capitalised first word.

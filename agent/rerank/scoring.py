@@ -24,7 +24,7 @@ import torch
 
 from ..errors import ModelError
 from ..llm.next_token import NextTokenLogits
-from ..models import LoadedModel
+from ..models import DEFAULT_MODEL, LoadedModel, load_model
 from ..prompts import read_prompt
 from .reranker import FactLike
 
@@ -46,11 +46,7 @@ class ScoringReranker:
     @classmethod
     def local(cls, model: str | None = None) -> ScoringReranker:
         """The re-ranker on a preset, folder or Hub id (default: the settings' model)."""
-        from ..models import load_model
-
         if model is None:
-            from ..models import DEFAULT_MODEL
-
             model = DEFAULT_MODEL
         return cls(load_model(model))
 

@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent.settings import Settings
+
 from .wire import ApiError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
-
-    from agent.settings import Settings
 
 # How long a queued generation sleeps between looks at its stop event (a client that left).
 _POLL_S = 0.1
@@ -33,8 +33,6 @@ _RETRY_MIN_S, _RETRY_MAX_S = 1, 60
 
 def _setting_default(name: str) -> int:
     # One home for the defaults: the settings' own.
-    from agent.settings import Settings
-
     return Settings.model_fields[name].default
 
 

@@ -46,11 +46,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import FactweaveError, first_validation_error
+from ..pipeline import FactAgent
+from ..pipeline.conversation import trim_history
+from ..pipeline.trace import describe_step
+from ..prompts import read_prompt
+from ..web.graph_search import GraphSearchSettings
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
-
-    from ..pipeline import FactAgent
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +136,6 @@ class _AgentSlot:
     (and then closed when it stops)."""
 
     def __init__(self, agent: "FactAgent | Callable[[], FactAgent]") -> None:
-        from ..pipeline import FactAgent
-
         self._given = isinstance(agent, FactAgent)
         self._agent: "FactAgent | None" = agent if self._given else None
         self._opener = None if self._given else agent
@@ -210,8 +211,6 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import ToolAnnotations
 
-    from ..prompts import read_prompt
-
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")
     slot = _AgentSlot(agent)
@@ -254,8 +253,6 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
                   conversation: Annotated[list[ConversationTurn] | None,
                                           Field(description=read_prompt("mcp/ask-conversation.txt"))] = None,
                   ) -> AskResult:
-        from ..pipeline.conversation import trim_history
-
         if not question.strip():
             raise ToolError('the question is empty: ask one in words, e.g. "Where was Mira Quell born?"')
         history = trim_history([turn.model_dump() for turn in conversation or []])
@@ -268,8 +265,6 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
                          facts=[StatedFact(**{name: fact[name] for name in StatedFact.model_fields})
                                 for fact in reply["facts"]],
                          timings=trace["timings"], tokens=trace["tokens"], trace=trace if include_trace else None)
-
-    from ..web.graph_search import GraphSearchSettings
 
     weights = GraphSearchSettings()
     search_description = Template(read_prompt("mcp/search_facts.txt")).substitute(
@@ -307,8 +302,6 @@ def _answer(agent: "FactAgent", question: str, history: list[dict[str, str]], st
             ctx: Any) -> dict[str, Any]:
     """Run the agent (in a worker thread), reporting each step as MCP progress; the answer event."""
     import anyio.from_thread
-
-    from ..pipeline.trace import describe_step
 
     final: dict[str, Any] = {}
     steps = 0

@@ -18,6 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.errors import FactweaveError
+from agent.pipeline.conversation import split_conversation
+
 
 class ContentPart(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -90,9 +93,6 @@ class ChatRequest(BaseModel):
         """The last user message's text and the user and assistant turns before it, oldest first
         and bounded (:func:`agent.pipeline.conversation.split_conversation`); ``("", [])`` when
         no user message has text."""
-        from agent.errors import FactweaveError
-        from agent.pipeline.conversation import split_conversation
-
         try:
             return split_conversation(self.plain_messages())
         except FactweaveError:

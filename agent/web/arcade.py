@@ -77,7 +77,7 @@ _FAILED = "FAILED"
 
 
 def _error(message: str) -> Exception:
-    # Imported late: this file also runs as a bare script in the child, which needs none
+    # lazy: this file also runs as a bare script in the child, which needs none
     # of factweave.
     from agent.errors import FactweaveError
 
@@ -430,6 +430,7 @@ def open_graph(
     server that is down fails here in one line. The caller owns both results: close the
     store, then stop the server (if any).
     """
+    # lazy: this file also runs as a bare script in the child (see _error)
     from agent.web.graph import GraphStore
 
     if uri is not None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Protocol
 
+from ..llm.client import OpenAIChat
 from ..prompts import read_prompt
 from .documents import Chunk, sentence_spans, stable_id
 from .keywords import STOP_WORDS
@@ -159,8 +160,6 @@ class LLMDecomposer:
 
     def __init__(self, client: ChatClient, max_tokens: int = 320, min_support: float = 0.6,
                  concurrency: int | None = None) -> None:
-        from ..llm.client import OpenAIChat
-
         if concurrency is None:
             concurrency = DEFAULT_CONCURRENCY if isinstance(client, OpenAIChat) else 1
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:

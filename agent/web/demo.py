@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..files import write_json
+from ..knowledge.kamel import demo_kamel_root
+from ..knowledge.loaders import load_facts
+from .decompose import SentenceDecomposer
+from .documents import read_documents
 
 if TYPE_CHECKING:
     from .web import KnowledgeWeb
@@ -33,11 +37,6 @@ def demo_web_ready(folder: Path) -> bool:
 
 def build_demo_web(web: KnowledgeWeb, *, progress: bool = True) -> dict[str, Any]:
     """Add the demo corpus and the demo KB's dev triples to ``web`` (what is there is skipped)."""
-    from ..knowledge.kamel import demo_kamel_root
-    from ..knowledge.loaders import load_facts
-    from .decompose import SentenceDecomposer
-    from .documents import read_documents
-
     reports = {
         "documents": web.add_documents(read_documents([DEMO_CORPUS]), SentenceDecomposer(),
                                        progress=progress).as_dict(),

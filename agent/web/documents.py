@@ -68,6 +68,7 @@ from typing import Any
 
 from ..errors import FactweaveError, InputError
 from ..knowledge.rows import json_objects
+from . import converters
 
 SUFFIXES = (".txt", ".md", ".json", ".jsonl", ".pdf", ".html", ".htm", ".docx")
 #: Between heading titles in a heading path.
@@ -215,8 +216,6 @@ def _read_text(path: Path) -> Iterator[Document]:
 
 
 def _read_converted(path: Path) -> Iterator[Document]:
-    from . import converters
-
     read = {".pdf": converters.read_pdf, ".docx": converters.read_docx}.get(path.suffix.lower(), converters.read_html)
     converted = read(path)
     heading = _HEADING.search(converted.text)

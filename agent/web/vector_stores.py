@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import FactweaveError
 from .local_vectors import LocalVectorIndex
+from .pinecone_index import PineconeVectorIndex
 from .vectors import VectorIndex
 
 
@@ -23,10 +24,6 @@ def open_vector_index(kind: str = "local", **options: Any) -> VectorIndex:
 
         factory: Any = LocalVectorIndex
     elif kind == "pinecone":
-        from .pinecone_index import (
-            PineconeVectorIndex,  # lazy: the pinecone SDK is the [pinecone] extra
-        )
-
         factory = PineconeVectorIndex
     else:
         raise FactweaveError(f"unknown vector index kind {kind!r}; use 'local' or 'pinecone'")

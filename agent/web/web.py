@@ -33,17 +33,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm import tqdm
 
+from ..embeddings import Embedder
 from ..errors import FactweaveError
 from ..files import write_json
 from ..knowledge.facts import Fact
+from .arcade import open_graph
 from .decompose import Decomposer, DecompositionCache, decompose_many
 from .documents import Chunk, Document, chunk_document, stable_id
 from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
 from .graph_search import GraphSearchSettings, graph_hits
+from .removal import finish_removal, prune_sources, remove_sources, source_counts, source_name
 from .retrieval import FactHit, SearchResult, merge_hits, provenance_of, rank, source_line
+from .subqueries import write_subqueries
+from .vector_stores import open_vector_index
 
 if TYPE_CHECKING:
-    from ..embeddings import Embedder
     from ..llm.client import ChatClient
     from .graph import GraphStore
     from .vectors import VectorIndex
@@ -141,19 +145,15 @@ class KnowledgeWeb:
         Options not given are taken from the folder's ``web.json``; an embedder other than the one
         the web was built with is refused (its vectors would not be comparable).
         """
-        from ..embeddings import Embedder as _Embedder
-        from .arcade import open_graph
-        from .vector_stores import open_vector_index
-
         folder = Path(folder).expanduser()
         folder.mkdir(parents=True, exist_ok=True)
         config_path = folder / "web.json"
         saved = cls._read_settings(config_path)
         settings = saved or WebSettings()
         if embedder is None:
-            embedder = _Embedder(settings.embedder or None)
+            embedder = Embedder(settings.embedder or None)
         elif isinstance(embedder, str):
-            embedder = _Embedder(embedder)
+            embedder = Embedder(embedder)
         if saved and saved.embedder_fingerprint and saved.embedder_fingerprint != embedder.fingerprint:
             raise FactweaveError(
                 f"{folder}: this web was built with embedder {saved.embedder} "
@@ -272,15 +272,11 @@ class KnowledgeWeb:
         with self.writing():
             report = self._add_documents(documents, decomposer, batch_chunks, progress)
             if replace:
-                from .removal import source_name
-
                 self._replace({source_name(d.source) for d in documents}, {d.id for d in documents}, report)
             return report
 
     def _replace(self, sources: set[str], keep: set[str], report: BuildReport) -> None:
         """Write the new version, then remove what ``sources`` held that it lacks (``keep``: its ids)."""
-        from .removal import prune_sources
-
         self._checkpoint()  # the new version's graph rows first: a kill then leaves both versions
         pruned = prune_sources(self, sorted(sources), keep)
         if pruned is not None:
@@ -542,23 +538,17 @@ class KnowledgeWeb:
     def remove(self, sources: Sequence[str]) -> Any:
         """Remove what ``sources`` brought in: documents, chunks, facts, keywords no other fact
         mentions, their vectors; resumable (see :mod:`.removal`). Returns a ``RemoveReport``."""
-        from .removal import remove_sources
-
         with self.writing():
             return remove_sources(self, sources)
 
     def finish_removal(self) -> Any:
         """Finish a removal cut short (its journal is there; see :mod:`.removal`): its
         ``RemoveReport``, or None when there was none."""
-        from .removal import finish_removal
-
         with self.writing():
             return finish_removal(self)
 
     def sources(self) -> list[dict[str, Any]]:
         """Every source with its documents and facts, by name (see :func:`.removal.source_counts`)."""
-        from .removal import source_counts
-
         return source_counts(self)
 
     def find_facts(self, question: str, k: int = 10, *, client: ChatClient | None = None,
@@ -569,8 +559,6 @@ class KnowledgeWeb:
         result = self.search(question, k, **search_options)
         if client is None or max_subqueries <= 0 or not result.uncovered:
             return result
-        from .subqueries import write_subqueries
-
         queries = write_subqueries(client, question, result.hits, max_subqueries)
         found = [result.hits]
         for query in queries:
