@@ -106,15 +106,21 @@ def test_ask_a_demo_question_and_see_its_facts_highlighted(browser, ui_url, ui_r
     page.close()
 
 
+def _gradio_copies(name: str) -> set[Path]:
+    """Gradio's cached copies of uploaded files called ``name`` (one folder per upload)."""
+    from gradio.utils import get_upload_folder
+
+    return set(Path(get_upload_folder()).rglob(name))
+
+
 def test_upload_a_triple_file_then_find_and_use_its_fact(browser, ui_url, ui_runtime, tmp_path):
+    cached = _gradio_copies("lighthouses.tsv")  # left by earlier runs, if any
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     _upload(page, ui_url, tmp_path / "lighthouses.tsv", "Velmora Lighthouse\tdesigned by\tOsric Tandel\n", "ok")
     assert "1 triple(s) from 1 file(s)" in page.text_content("#fw-build-result")
     assert f"{ui_runtime.counts()['uploaded_facts']:,} uploaded" in page.text_content("#fw-status")
     # Gradio's copy of the upload is gone once it is added (the cache would grow with each).
-    from gradio.utils import get_upload_folder
-
-    assert not list(Path(get_upload_folder()).rglob("lighthouses.tsv"))
+    assert _gradio_copies("lighthouses.tsv") <= cached
 
     fact = "<Velmora Lighthouse> <designed by> <Osric Tandel> ."
     page.fill("#fw-search-query textarea", "Who designed Velmora Lighthouse?")
@@ -181,15 +187,14 @@ def test_upload_a_pdf_an_html_page_and_a_docx_then_find_each_fact_with_its_place
 
 def test_a_bad_file_gets_a_clear_message_and_changes_nothing(browser, ui_url, ui_runtime, tmp_path):
     before = ui_runtime.counts()
+    cached = _gradio_copies("broken.tsv")
     page = browser.new_page()
     _upload(page, ui_url, tmp_path / "broken.tsv",
             "Velmora Lighthouse\theight\t60 m\nVelmora Lighthouse\tonly two fields\n", "error")
     message = page.text_content("#fw-build-result").strip()
     assert message.startswith("Not added: broken.tsv:2: ") and "3 tab-separated fields" in message
     assert ui_runtime.counts() == before
-    from gradio.utils import get_upload_folder
-
-    assert not list(Path(get_upload_folder()).rglob("broken.tsv"))  # a refused upload leaves no copy either
+    assert _gradio_copies("broken.tsv") <= cached  # a refused upload leaves no copy either
     page.close()
 
 
