@@ -46,6 +46,8 @@ def reader():
     # a statement that ends in what it asks (a wh-word, not a yes/no question) names two things
     ("Harbor Lights was filmed at a studio owned by Otto Brenner in which city?", "lookup", "", ()),
     ("Lorna Vidal and Otto Brenner, both painters, worked in what city?", "lookup", "", ()),
+    ("Lorna Vidal and Otto Brenner, two painters, were trained during which decade?", "lookup", "", ()),
+    ("Harbor Lights and Dune Sea were both filmed in which century?", "lookup", "", ()),
     ("The Iron Orchard and Kestrel Bay share a publisher based in what country?", "lookup", "", ()),
 ])
 def test_the_kind_options_and_order_of_a_question(reader, question, kind, order, options):

@@ -226,6 +226,10 @@ class PlanReader:
                 # A question with a wh-word that does not open with an auxiliary verb asks for a
                 # thing ("... located in what city?"), not whether: it is not answered yes or no.
                 votes.pop("same", None)
+            if any(w in ("what", "which") and nxt not in _AUX for w, nxt in zip(words, words[1:])):
+                # "which century", "what city": it asks for a thing of that kind, not how far
+                # apart two values are (a number: "how many years", "what is the gap").
+                votes.pop("difference", None)
             kind = max(votes, key=votes.get) if votes else "lookup"
             how["kind"] = "nearest written examples: " + ", ".join(f"{k} {v:.2f}" for k, v in votes.items())
             if kind == "lookup":
