@@ -129,7 +129,12 @@ def test_a_described_thing_or_a_named_one_is_not_what_is_asked(matcher, question
 def test_an_offered_option_may_be_the_answer():
     from agent.pipeline.asked import repeats_a_name
 
-    assert repeats_a_name("Which painter was Danish, Lorna Vidal or Otto Brenner?", "Otto Brenner") == ""
+    question = "Which painter was Danish, Lorna Vidal or Otto Brenner?"
+    lorna = "Lorna Vidal was a Norwegian painter."
+    otto = "Otto Brenner (1901-1970) was a Danish painter."
+    assert repeats_a_name(question, "Otto Brenner", [lorna, otto]) == ""
+    # a choice between the two is proven only by facts about each
+    assert "nothing shows" in repeats_a_name(question, "Otto Brenner", [otto])
     assert "named by the question" in repeats_a_name("Who taught Lorna Vidal and Otto Brenner?", "Otto Brenner")
 
 

@@ -362,22 +362,40 @@ def answers_a_description(question: str, answer: str, fact: str) -> str:
             f"not what it asks")
 
 
-def repeats_a_name(question: str, answer: str) -> str:
+def _question_names(question: str) -> list[str]:
+    """The capitalised names ``question`` gives, names joined by "and"/"or" apart."""
+    return [part for segment in re.split(r"[,;:?!()]", question)  # "Danish, Lorna Vidal": two
+            for keyword in extract_keywords(segment, limit=30)
+            for part in re.split(r"\s+(?:and|or)\s+", keyword)  # "Collective Soul and Counting Crows"
+            if any(c.isupper() for c in part)]
+
+
+def offered_alternatives(question: str) -> list[str]:
+    """The names ``question`` offers as alternatives joined by "or" ("Mark King or Nick Hexum")."""
+    return [name for name in _question_names(question)
+            if re.search(rf"(?:\bor\s+{re.escape(name)}|{re.escape(name)}\s*,?\s+or\b)", question, flags=re.IGNORECASE)]
+
+
+def repeats_a_name(question: str, answer: str, stated: Sequence[str] = ()) -> str:
     """"" unless ``answer`` is a name ``question`` itself gives and does not offer as one of
-    alternatives joined by "or" ("Which singer is American, Mark King or Nick Hexum?" offers
-    both; "What role did they play in Counting Crows?" does not ask for Counting Crows)."""
+    alternatives joined by "or" ("What role did they play in Counting Crows?" does not ask for
+    Counting Crows), or one it offers while no ``stated`` fact says anything of the others: a
+    choice between alternatives is proven only by facts about each ("Which singer is American,
+    Mark King or Nick Hexum?" is not answered by a fact about Mark King alone)."""
     target = normalize_answer(answer)
     if not target or target in ("yes", "no"):
         return ""
-    names = [part for keyword in extract_keywords(question, limit=30)
-             for part in re.split(r"\s+(?:and|or)\s+", keyword)]  # "Collective Soul and Counting Crows"
-    for name in names:
-        if not any(c.isupper() for c in name) or normalize_answer(name) != target:
+    offered = offered_alternatives(question)
+    for name in _question_names(question):
+        if normalize_answer(name) != target:
             continue
-        around = re.search(rf"(?:\bor\s+{re.escape(name)}|{re.escape(name)}\s*,?\s+or\b)", question,
-                           flags=re.IGNORECASE)
-        if around is None:
+        if name not in offered:
             return f"{answer!r} is named by the question itself, not asked by it"
+        unread = [other for other in offered if normalize_answer(other) != target
+                  and not any(_holds(fact, other) for fact in stated)]
+        if unread:
+            return (f"the question offers {' or '.join(offered)}; no stated fact says anything of "
+                    f"{unread[0]!r}, so nothing shows that {answer!r} is the one")
     return ""
 
 
@@ -406,7 +424,7 @@ class AskedChecker:
         wrong_type = answer_type_fits(question, answer)
         if wrong_type:
             return AskedCheck(False, chain[-1] if chain else None, "", "", "type", 0.0, wrong_type)
-        repeated = repeats_a_name(question, answer)
+        repeated = repeats_a_name(question, answer, stated)
         if repeated:
             return AskedCheck(False, chain[-1] if chain else None, "", "", "name", 0.0, repeated)
         holding = [i for i in chain if _holds(stated[i], answer)]
