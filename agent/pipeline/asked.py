@@ -287,7 +287,7 @@ def asks_through(question: str, name: str) -> str:
 # preposition, a relative pronoun or a wh-word.
 _PHRASE_ENDS = frozenset({"in", "from", "of", "by", "with", "for", "at", "on", "to", "into", "near", "during", "that",
                           "which", "who", "whom", "whose", "what", "where", "when", "how", "and", "or", "is", "was",
-                          "are", "were", "has", "had", "whose"})
+                          "are", "were", "has", "had"})
 _ASKING = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "how"})
 _Q_TOKEN = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
@@ -370,9 +370,10 @@ def _question_names(question: str) -> list[str]:
             if any(c.isupper() for c in part)]
 
 
-def offered_alternatives(question: str) -> list[str]:
-    """The names ``question`` offers as alternatives joined by "or" ("Mark King or Nick Hexum")."""
-    return [name for name in _question_names(question)
+def offered_alternatives(question: str, names: Sequence[str] | None = None) -> list[str]:
+    """The names ``question`` offers as alternatives joined by "or" ("Mark King or Nick Hexum");
+    ``names``: its names (:func:`_question_names`) when already read."""
+    return [name for name in (_question_names(question) if names is None else names)
             if re.search(rf"(?:\bor\s+{re.escape(name)}|{re.escape(name)}\s*,?\s+or\b)", question, flags=re.IGNORECASE)]
 
 
@@ -385,8 +386,9 @@ def repeats_a_name(question: str, answer: str, stated: Sequence[str] = ()) -> st
     target = normalize_answer(answer)
     if not target or target in ("yes", "no"):
         return ""
-    offered = offered_alternatives(question)
-    for name in _question_names(question):
+    names = _question_names(question)
+    offered = offered_alternatives(question, names)
+    for name in names:
         if normalize_answer(name) != target:
             continue
         if name not in offered:
