@@ -10,6 +10,7 @@ from .decoding.generate import FactGenerator
 from .errors import FactweaveError
 from .index.files import open_index
 from .index.postgres import PostgresFactIndex
+from .index.union import GrowingFactIndex
 from .knowledge.kamel import demo_kamel_root
 from .llm.client import chat_client_from_env
 from .models import DEFAULT_MODEL, LoadedModel, default_cache_dir, load_model
@@ -18,6 +19,7 @@ from .rerank import Reranker
 from .settings import load_settings
 from .web.demo import build_demo_web, demo_web_ready
 from .web.web import KnowledgeWeb
+from .web.workspace import MAX_UPLOADED_FACTS, stated_uploads
 
 if TYPE_CHECKING:
     from .llm.client import ChatClient
@@ -123,6 +125,10 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
                                pg_index=settings.pg_index)
     web = None
     try:
+        uploads = stated_uploads(settings.web_dir()) if generator.index is not None else []
+        if uploads:  # what the UI or `factweave web add` uploaded into the web: stated here too
+            generator.index = GrowingFactIndex(generator.index, generator.tokenizer, max_facts=MAX_UPLOADED_FACTS)
+            generator.index.grow(uploads)
         web = open_web(settings, progress=progress) if tree != "kb" else None
         rerank = settings.effective_rerank()
         chat = open_chat(settings, loaded) if tree != "kb" and (rerank or settings.max_rounds) else None

@@ -233,7 +233,7 @@ def test_render_shows_page_and_heading():
 
 
 def test_uploads_take_the_new_formats_checked_whole(tmp_path):
-    from ui.uploads import kind_of, read_uploads
+    from agent.web.uploads import kind_of, read_uploads
 
     pdf = make_pdf(tmp_path / "report.pdf", [PAGE_ONE, PAGE_TWO])
     html = tmp_path / "guide.htm"

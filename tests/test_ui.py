@@ -165,7 +165,7 @@ def test_trace_html_lists_facts_steps_timings_and_the_raw_trace(small_agent):
 
 
 def test_uploads_are_classified_and_checked_whole(tmp_path):
-    from ui.uploads import MAX_FILES, kind_of, read_uploads
+    from agent.web.uploads import MAX_FILES, kind_of, read_uploads
 
     good = tmp_path / "facts.tsv"
     good.write_text("Quillon Vale\tdesigned by\tAsha Merrow\n")
@@ -323,7 +323,7 @@ def test_an_upload_that_fails_at_any_stage_is_completed_by_the_next_start(ui_run
             doc = tmp_path / f"{name}.md"
             doc.write_text(f"# Quay {name}\n\nThe quay {name} was paved in 1903.\n")
             before = runtime.counts()
-            target = runtime.web if stage.startswith("add_") else runtime
+            target = runtime.web if stage.startswith("add_") else runtime.workspace
             _fail_once(target, stage)
             with pytest.raises(FactweaveError, match=r"the upload stopped \(.*No space left.*\); it is kept"):
                 runtime.add_files([triples, doc])
@@ -351,7 +351,7 @@ def test_an_upload_recovery_that_cannot_be_applied_never_blocks_later_changes(ui
 
     from ui.runtime import UIRuntime
 
-    caplog.set_level("WARNING", logger="ui.runtime")
+    caplog.set_level("WARNING", logger="agent.web.workspace")
     pending = ui_runtime.uploads_dir / "pending"
     quarantine = ui_runtime.uploads_dir / "quarantine"
     big = tmp_path / "big.tsv"
@@ -401,7 +401,7 @@ def test_a_removal_cut_short_at_any_step_stays_removed_after_the_next_start(ui_r
             runtime.add_files([triples])
             fact = verbalize(f"Quillon Dock {name}", "built by", "Asha Merrow")
             assert fact in {f.text for f in runtime.generator.index.facts}
-            target = {"_store_uploaded": runtime, "fact_vectors": runtime.web.fact_vectors,
+            target = {"_store_uploaded": runtime.workspace, "fact_vectors": runtime.web.fact_vectors,
                       "graph": runtime.web.graph}[stage]
             method = "delete" if stage != "_store_uploaded" else stage
             _fail_once(target, method)
@@ -511,7 +511,7 @@ from agent.settings import load_settings
 from ui.runtime import UIRuntime
 
 runtime = UIRuntime(load_settings(model="smollm2-135m", web=sys.argv[1], max_tokens=64), progress=False)
-runtime._save_uploaded = lambda facts: os.kill(os.getpid(), signal.SIGKILL)
+runtime.workspace._save_uploaded = lambda facts: os.kill(os.getpid(), signal.SIGKILL)
 runtime.add_files([Path(p) for p in sys.argv[2:]])
 print("the upload was not killed")
 """
@@ -611,20 +611,60 @@ def test_a_removed_upload_can_no_longer_be_stated_and_a_changed_one_replaces_its
     assert {row["source"]: row["facts"] for row in ui_runtime.sources()}["bells.tsv"] == 2
 
     # Cut short after the web's part (a failure, a kill): the next start completes the removal.
-    original = ui_runtime._store_uploaded
+    space = ui_runtime.workspace
+    original = space._store_uploaded
 
     def fail_once(*args, **kwargs):
-        ui_runtime._store_uploaded = original
+        space._store_uploaded = original
         raise OSError(28, "No space left on device")
 
-    ui_runtime._store_uploaded = fail_once
+    space._store_uploaded = fail_once
     with pytest.raises(FactweaveError, match=r"the removal stopped \(.*No space left"):
         ui_runtime.remove_sources(["bells.tsv"])
-    ui_runtime.__dict__.pop("_store_uploaded", None)
+    space.__dict__.pop("_store_uploaded", None)
     with UIRuntime(ui_runtime.settings, loaded=ui_runtime.loaded, web=ui_runtime.web, progress=False) as restarted:
         assert not {new, old} & {f.text for f in restarted.generator.index.facts}
         assert "bells.tsv" not in {row["source"] for row in restarted.sources()}
         assert not (restarted.uploads_dir / "removing.json").exists()
+
+
+@pytest.mark.model
+def test_what_the_ui_uploads_every_agent_on_the_web_states_until_it_is_removed(ui_runtime, smollm, tmp_path):
+    """An agent opened on the UI's web (as `ask`, `serve`, MCP and LangChain open it) states an
+    uploaded fact from the whole-KB tree; a removal cut short before its first step keeps the
+    fact out of it all the same (the journal names the source), and a finished one too."""
+    from agent.knowledge.facts import verbalize
+    from agent.runtime import open_agent
+
+    settings = ui_runtime.settings.model_copy(update={"web": ui_runtime.web.folder, "tree": "kb", "rerank": False})
+
+    def stated() -> set[str]:
+        with open_agent(settings, loaded=smollm, progress=False) as agent:
+            return {f["text"] for f in agent.answer("Who built Varro Lantern?").facts}
+
+    fact = verbalize("Varro Lantern", "built by", "Oren Task")
+    assert fact not in stated()  # (so the checks below can fail)
+    lantern = tmp_path / "varro.tsv"
+    lantern.write_text("Varro Lantern\tbuilt by\tOren Task\n")
+    ui_runtime.add_files([lantern])
+    assert fact in stated()
+
+    space = ui_runtime.workspace
+    original = space._store_uploaded
+
+    def fail_once(*args, **kwargs):
+        space._store_uploaded = original
+        raise OSError(28, "No space left on device")
+
+    space._store_uploaded = fail_once
+    with pytest.raises(FactweaveError, match=r"the removal stopped"):
+        ui_runtime.remove_sources([lantern.name])
+    space.__dict__.pop("_store_uploaded", None)
+    assert fact in {f.text for f in space.uploaded_facts()}  # still listed: only the journal names it
+    assert fact not in stated()
+    with pytest.raises(FactweaveError, match="no source named varro.tsv"):  # the next change completed it first
+        ui_runtime.remove_sources([lantern.name])
+    assert fact not in stated() and fact not in {f.text for f in space.uploaded_facts()}
 
 
 def test_page_loads_share_one_count_of_the_knowledge_until_it_changes(ui_runtime, tmp_path):

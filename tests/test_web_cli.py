@@ -70,7 +70,7 @@ def test_build_search_stats_with_the_embedded_server(tmp_path, cache_dir, openai
     assert gone["stats"]["documents"] == 2 and gone["stats"]["facts"] == report["stats"]["facts"] - gone["facts"]
     assert gone["stats"]["fact_vectors"] == gone["stats"]["facts"]
     unknown = run("web", "remove", "notes.md", "--web", web, cache=cache_dir)
-    assert one_error_line(unknown).startswith("Error: nothing in ") and "corpus.json" in unknown.stderr
+    assert one_error_line(unknown).startswith("Error: no source named notes.md") and "corpus.json" in unknown.stderr
 
     # A PDF, an HTML page and a DOCX file added to the web: a question about each finds its fact
     # with its page or heading path.
@@ -91,6 +91,36 @@ def test_build_search_stats_with_the_embedded_server(tmp_path, cache_dir, openai
         hits = [h for h in json.loads(found.stdout)["hits"] if words in h["text"]]
         assert hits and where in hits[0]["source_line"], (question, found.stdout)
     assert hits[0]["provenance"]["heading"] == "Harbour report > Lighthouses"
+
+
+def test_add_and_remove_files_as_the_ui_uploads_them(tmp_path, cache_dir):
+    """`web add` checks every file whole (a bad row names its file and line, and nothing is added),
+    records the facts as uploaded (stated by every agent on the web, from the whole-KB tree too),
+    and `web remove` takes them out of the web and of the uploaded facts."""
+    from agent.knowledge.facts import verbalize
+    from agent.web.workspace import stated_uploads
+
+    web = tmp_path / "web"
+    good = tmp_path / "lanterns.tsv"
+    good.write_text("Varro Lantern\tbuilt by\tOren Task\nVarro Lantern\tlocated in\tVelmora\n")
+    bad = tmp_path / "bells.tsv"
+    bad.write_text("Vessa Bell\tcast by\tIda Holm\nVessa Bell\tlocated in\n")
+    refused = run("web", "add", str(good), str(bad), "--web", str(web), cache=cache_dir)
+    assert "bells.tsv:2" in one_error_line(refused)
+    assert not stated_uploads(web)  # neither file: the good one waited for the bad one's check
+
+    added = run("web", "add", str(good), "--web", str(web), "--json", cache=cache_dir)
+    assert added.returncode == 0, added.stderr
+    report = json.loads(added.stdout)
+    assert report["new_facts"] == 2 and report["stats"]["facts"] == 2
+    fact = verbalize("Varro Lantern", "built by", "Oren Task")
+    assert fact in {f.text for f in stated_uploads(web)}
+
+    removed = run("web", "remove", good.name, "--web", str(web), "--json", cache=cache_dir)
+    assert removed.returncode == 0, removed.stderr
+    gone = json.loads(removed.stdout)
+    assert gone["uploaded_removed"] == 2 and gone["stats"]["facts"] == 0
+    assert not stated_uploads(web)
 
 
 def one_error_line(proc: subprocess.CompletedProcess) -> str:

@@ -34,11 +34,12 @@ from gradio.utils import get_upload_folder
 from agent.errors import FactweaveError
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
 from agent.pipeline.conversation import assistant_turn, trim_history
+from agent.web.uploads import ACCEPTED, size_text
 
 from .proof_graph import proof_graph_html
 from .render import chat_message, search_html, sources_html, step_line, trace_html
 from .runtime import AskOptions, UIRuntime, check_question
-from .uploads import ACCEPTED, forget_uploads, size_text
+from .uploads import forget_uploads
 
 CSS_PATH = Path(__file__).with_name("style.css")
 QUEUE = "factweave-model"  # one queue for everything that uses the model

@@ -2,13 +2,9 @@
 the chat model, opened once; each question gets a light :class:`FactAgent` over them with the
 session's own options (tree mode, beams, k, re-ranking).
 
-Uploaded knowledge goes into the web (documents decomposed into facts, triples verbalized) and
-into the KB fact index, as an overlay of small trees on the base index. The uploaded facts are
-kept in ``<web>/uploads/facts.jsonl`` (rewritten atomically; each row names the source it came
-from, ``upload``) so that the overlay is rebuilt for another model, and after a restart.
-Removing a source (:meth:`UIRuntime.remove_sources`) takes it out of the web, of facts.jsonl
-and of the overlay (rebuilt from the remaining uploaded facts); so does uploading a changed
-version of a file, whose old facts give way to the new ones.
+Uploads and removals go through the web's :class:`~agent.web.workspace.Workspace` (crash-safe,
+journalled under ``<web>/uploads/``), whose fact-index overlay is the loaded model's: the KB index
+plus one small tree per upload, queried as one (:class:`~agent.index.union.GrowingFactIndex`).
 
 Example::
 
@@ -21,9 +17,7 @@ Example::
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.errors import FactweaveError
-from agent.files import replacing, write_json
 from agent.index.union import GrowingFactIndex
 from agent.knowledge.facts import Fact
 from agent.models import PRESETS, preset_installed
@@ -41,13 +34,8 @@ from agent.pipeline.conversation import check_question as agent_check_question
 from agent.pipeline.conversation import trim_history
 from agent.rerank import Reranker
 from agent.web.decompose import LLMDecomposer, SentenceDecomposer
-from agent.web.removal import source_name
-
-from .uploads import DEFAULT_MAX_BYTES, read_uploads
-
-#: The most facts all uploads may add to the constrained-decoding index (kept in memory beside the
-#: KB's index, which may be on disk or in PostgreSQL). Past it, build a KB: `factweave index build`.
-MAX_UPLOADED_FACTS = 200_000
+from agent.web.uploads import DEFAULT_MAX_BYTES
+from agent.web.workspace import MAX_UPLOADED_FACTS, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +82,6 @@ class UIRuntime:
 
         self.settings = settings
         self._started_with = settings.model
-        self.max_upload_bytes = max_upload_bytes
         # A plain lock, not an RLock: a streamed answer may be resumed, and closed, by another thread.
         # Held briefly: to pick the generator an answer runs on, and to swap it.
         self._lock = threading.Lock()
@@ -117,6 +104,8 @@ class UIRuntime:
         self._changes = 0
         self._owns_web = web is None
         self.web = web if web is not None else open_web(settings, progress=progress)
+        self.workspace = Workspace(self.web, overlay=_ModelOverlay(self), decomposer=self._decomposer,
+                                   max_upload_bytes=max_upload_bytes)
         try:
             self._open_model(settings.model, loaded=loaded)
         except BaseException:
@@ -147,56 +136,25 @@ class UIRuntime:
             self.reranker = Reranker(self.chat)
             self.model_name = name
             self.settings = settings
-        try:
-            self._finish_removing()  # a removal cut short by a failure or a kill: complete it
-        except Exception as exc:  # noqa: BLE001 - the UI starts anyway; the next change tries again
-            log.warning("a removal cut short could not be completed yet (%s); the next change tries again", exc)
-        removing = self._removing_sources()  # still named when its completion failed: never stated again
-        uploaded = [fact for name, fact in self._uploaded() if name not in removing]
-        if uploaded:
-            self._extend_index(uploaded)
-        try:
-            self._finish_pending()  # an upload cut short by a failure or a kill: complete it
-        except Exception as exc:  # noqa: BLE001 - the UI starts anyway; the next upload tries again
-            log.warning("an upload cut short could not be completed yet (%s); the next upload tries again", exc)
+        self.workspace.recover()  # a removal or an upload cut short by a failure or a kill: complete it
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.workspace.max_upload_bytes
 
     @property
     def uploads_dir(self) -> Path:
-        return self.web.folder / "uploads"
+        return self.workspace.folder
 
     def uploaded_facts(self) -> list[Fact]:
-        """Every fact uploaded into this web through the UI so far."""
-        return [fact for _, fact in self._uploaded()]
+        """Every fact uploaded into this web so far."""
+        return self.workspace.uploaded_facts()
 
-    def _uploaded(self) -> list[tuple[str, Fact]]:
-        """The uploaded facts with the source each came from (a file's name, as the web's sources
-        are named). A row written before rows named it: its ``source``'s file (a triple's)."""
-        path = self.uploads_dir / "facts.jsonl"
-        if not path.is_file():
-            return []
-        rows = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                if row.get("statement"):
-                    fact = Fact.from_statement(row["statement"], row.get("source", ""))
-                else:
-                    fact = Fact(row["subject"], row["predicate"], row["object"], row.get("source", ""))
-                rows.append((row.get("upload") or source_name(fact.source), fact))
-        return rows
-
-    def _save_uploaded(self, rows: list[tuple[str, Fact]]) -> None:
-        self.uploads_dir.mkdir(parents=True, exist_ok=True)
-        path = self.uploads_dir / "facts.jsonl"
-        with replacing(path) as f:
-            for upload, fact in rows:
-                row = ({"statement": fact.statement} if fact.statement else
-                       {"subject": fact.subject, "predicate": fact.predicate, "object": fact.object})
-                f.write(json.dumps({**row, "source": fact.source, "upload": upload}, ensure_ascii=False) + "\n")
-
-    def _extend_index(self, facts: list[Fact]) -> int:
-        """Add ``facts`` to the overlay (those it holds already are skipped); how many were added."""
-        return len(self.generator.index.grow(facts))
+    def _decomposer(self) -> Any:
+        """An upload's documents become facts by the chat model at an OpenAI-compatible endpoint
+        when one is configured, else by sentences (the local model on a CPU is slow)."""
+        remote = self.settings.openai_base_url or self.settings.openai_api_key
+        return LLMDecomposer(self.chat) if remote else SentenceDecomposer()
 
     def _rebuild_index(self, facts: list[Fact]) -> int:
         """Replace the overlay by one over ``facts`` (the uploaded facts left after a removal); how
@@ -209,18 +167,6 @@ class UIRuntime:
             self.generator = generator
             self._agents = {}
         return index.added
-
-    def _store_uploaded(self, rows: list[tuple[str, Fact]]) -> int:
-        """Save ``rows`` as every uploaded fact, then bring the overlay to them: grown when it
-        only gains facts, rebuilt when some are gone. Returns how many facts the overlay gained
-        (fewer than none when it lost some)."""
-        kept = {fact.text for _, fact in rows}
-        gone = any(fact.text not in kept for fact in self.uploaded_facts())
-        self._save_uploaded(rows)
-        before = self.generator.index.added
-        if gone:
-            return self._rebuild_index([fact for _, fact in rows]) - before
-        return self._extend_index([fact for _, fact in rows])
 
     def close(self) -> None:
         generator = getattr(self, "generator", None)
@@ -271,193 +217,22 @@ class UIRuntime:
     # --- knowledge -----------------------------------------------------------------------------
 
     def add_files(self, paths: list[Path], progress: Progress = _no_progress) -> dict[str, Any]:
-        """Check ``paths`` completely, then add them to the web and the KB index. A bad file
-        raises a one-line :class:`FactweaveError` and changes nothing."""
-        progress(0.0, "reading the files")
-        paths = [Path(p) for p in paths]
-        batch = read_uploads(paths, max_bytes=self.max_upload_bytes)
+        """Check ``paths`` completely, then add them to the web and the KB index
+        (:meth:`Workspace.add_files`). A bad file raises a one-line :class:`FactweaveError` and
+        changes nothing."""
         with self._writing("the upload"):
-            self._finish_earlier("nothing of this upload was added", progress)
-            self._keep_pending(paths)
-            try:
-                report = self._apply(batch, progress)
-            except Exception as exc:
-                raise FactweaveError(f"the upload stopped ({_brief(exc)}); it is kept and completes with the next "
-                                     "upload or when the UI starts again") from exc
-            self._drop_pending()
-        progress(1.0, "done")
-        return report
-
-    # An upload is all-or-nothing by completion: its files are kept in uploads/pending/ from before
-    # the first write until the last (the web's graph and vectors, facts.jsonl, the index), and an
-    # upload found there (a failure or a kill in between) is applied again, which adds only what is
-    # missing: the web skips chunks and triples it holds, facts.jsonl and the index skip known facts.
-
-    @property
-    def _pending_dir(self) -> Path:
-        return self.uploads_dir / "pending"
-
-    def _keep_pending(self, paths: list[Path]) -> None:
-        import shutil
-
-        tmp = self.uploads_dir / "pending.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        for i, path in enumerate(paths):  # one folder per file: names stay the user's (provenance)
-            (tmp / str(i)).mkdir(parents=True)
-            shutil.copyfile(path, tmp / str(i) / path.name)
-        os.replace(tmp, self._pending_dir)
-
-    def _drop_pending(self) -> None:
-        import shutil
-
-        shutil.rmtree(self._pending_dir, ignore_errors=True)
-
-    def _finish_pending(self, progress: Progress = _no_progress) -> dict[str, Any] | None:
-        """Apply again an upload that was cut short (see above); its report, or None if none was.
-        Recovery always makes progress: a pending upload that cannot be read again (emptied by a
-        kill inside its removal, over a lowered size limit, a stray entry) never will be, so it is
-        moved to ``uploads/quarantine/`` with one line saying so, and later changes go on."""
-        folder = self._pending_dir
-        if not folder.is_dir():
-            return None
-        try:
-            paths = _pending_files(folder)
-            batch = read_uploads(paths, max_bytes=self.max_upload_bytes) if paths else None
-        except (FactweaveError, OSError, ValueError) as exc:
-            where = self._quarantine(folder)
-            log.warning("an upload cut short cannot be read again (%s): moved to %s; upload its files again",
-                        _brief(exc), where)
-            return {"quarantined": str(where), "why": _brief(exc)}
-        if batch is None:  # nothing in it: a kill inside its removal
-            self._drop_pending()
-            return None
-        report = self._apply(batch, progress)
-        self._drop_pending()
-        return report
-
-    def _quarantine(self, folder: Path) -> Path:
-        target = self.uploads_dir / "quarantine" / time.strftime("%Y%m%d-%H%M%S")
-        while target.exists():
-            target = target.with_name(target.name + "-1")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(folder, target)
-        return target
-
-    def _apply(self, batch: Any, progress: Progress) -> dict[str, Any]:
-        started = time.perf_counter()
-        new: list[tuple[str, Fact]] = []  # (the file it came from, the fact)
-        report: dict[str, Any] = {"files": batch.describe()}
-        if batch.documents:
-            progress(0.1, f"decomposing {len(batch.documents)} document(s) into facts")
-            remote = self.settings.openai_base_url or self.settings.openai_api_key
-            decomposer = LLMDecomposer(self.chat) if remote else SentenceDecomposer()
-            built = self.web.add_documents(batch.documents, decomposer, progress=False)  # a changed file: replaced
-            report["documents"] = built.as_dict()
-            by_file: dict[str, list[Any]] = {}
-            for document in batch.documents:
-                by_file.setdefault(source_name(document.source), []).append(document)
-            new += [(name, fact) for name, documents in by_file.items() for fact in self.web.document_facts(documents)]
-        for i, (name, facts) in enumerate(batch.triples.items()):
-            progress(0.4 + 0.3 * i / len(batch.triples), f"adding {len(facts)} triples from {name}")
-            report[f"triples:{name}"] = self.web.add_triples(facts, source=name, progress=False).as_dict()
-            new += [(name, fact) for fact in facts]
-        progress(0.75, "adding the facts to the fact index")
-        files = set(batch.triples) | {source_name(document.source) for document in batch.documents}
-        # A file uploaded again is its new version: its earlier rows give way to the new ones.
-        rows = [(name, fact) for name, fact in self._uploaded() if name not in files]
-        known = {fact.text for _, fact in rows}
-        rows += [(name, fact) for name, fact in new if fact.text not in known and not known.add(fact.text)]
-        report["index_added"] = self._store_uploaded(rows)
-        report["new_facts"] = len(new)
-        report["seconds"] = round(time.perf_counter() - started, 2)
-        return report
-
-    def _finish_earlier(self, outcome: str, progress: Progress = _no_progress) -> None:
-        """Complete an upload or a removal cut short before (under the lock): changes apply in order."""
-        try:
-            self._finish_removing()
-            self._finish_pending(progress)
-        except Exception as exc:
-            raise FactweaveError(f"an earlier upload or removal that was cut short could not be completed "
-                                 f"({_brief(exc)}); {outcome}") from exc
-
-    # --- removing -----------------------------------------------------------------------------
+            return self.workspace.add_files(paths, progress)
 
     def sources(self) -> list[dict[str, Any]]:
-        """The web's sources (documents, triple files) with their counts, and whether the UI
-        uploaded them: ``[{"source", "documents", "facts", "uploaded"}, ...]``."""
-        uploaded = {name for name, _ in self._uploaded()}
-        rows = self.web.sources()
-        held = {row["source"] for row in rows}
-        rows += [{"source": name, "documents": 0, "facts": 0} for name in sorted(uploaded - held)]
-        return [{**row, "uploaded": row["source"] in uploaded} for row in rows]
+        """The web's sources with their counts, and whether they were uploaded
+        (:meth:`Workspace.sources`)."""
+        return self.workspace.sources()
 
     def remove_sources(self, sources: list[str], progress: Progress = _no_progress) -> dict[str, Any]:
-        """Remove ``sources`` (named as :meth:`sources` lists them) from the web, from
-        ``uploads/facts.jsonl`` and from the fact index overlay, so that no answer can state their
-        facts any more. A name that is no source raises a one-line :class:`FactweaveError` and
-        removes nothing.
-
-        Crash-safe by order: ``uploads/removing.json`` names the sources before anything is
-        deleted; then the web (resumable through its own journal), facts.jsonl (rewritten
-        atomically), the overlay (memory); the file goes last. A start (or the next upload or
-        removal) that finds the file does the removal again: each step is idempotent."""
-        names = list(dict.fromkeys(" ".join(str(s).split()) for s in sources if str(s).strip()))
-        if not names:
-            raise FactweaveError("choose a source to remove")
+        """Remove ``sources`` from the web, the uploaded facts and the fact index overlay
+        (:meth:`Workspace.remove_sources`): no answer can state their facts any more."""
         with self._writing("the removal"):
-            self._finish_earlier("nothing was removed")
-            listed = [row["source"] for row in self.sources()]
-            unknown = [name for name in names if name not in listed]
-            if unknown:
-                shown = ", ".join(listed[:8]) + (" ..." if len(listed) > 8 else "")
-                raise FactweaveError(f"no source named {', '.join(unknown)}; the sources are {shown or 'none'}")
-            progress(0.1, f"removing {', '.join(names)}")
-            self.uploads_dir.mkdir(parents=True, exist_ok=True)
-            write_json(self._removing_path, {"sources": names})
-            try:
-                report = self._remove(names)
-            except Exception as exc:
-                raise FactweaveError(f"the removal stopped ({_brief(exc)}); it completes with the next upload or "
-                                     "removal, or when the UI starts again") from exc
-            self._removing_path.unlink()
-        progress(1.0, "removed")
-        return report
-
-    @property
-    def _removing_path(self) -> Path:
-        return self.uploads_dir / "removing.json"
-
-    def _remove(self, names: list[str]) -> dict[str, Any]:
-        """Remove ``names`` from every store, idempotently (done again after a kill at any step):
-        the uploaded facts and the overlay first (they stop being stated at once), then the web,
-        whose own removal cut short is finished before what it still holds is asked."""
-        rows = self._uploaded()
-        kept = [(name, fact) for name, fact in rows if name not in names]
-        if len(kept) < len(rows):
-            self._store_uploaded(kept)
-        self.web.finish_removal()
-        held = {row["source"] for row in self.web.sources()}
-        in_web = [name for name in names if name in held]
-        report: dict[str, Any] = self.web.remove(in_web).as_dict() if in_web else {"sources": names}
-        report["uploaded_removed"] = len(rows) - len(kept)
-        return report
-
-    def _removing_sources(self) -> set[str]:
-        path = self._removing_path
-        try:
-            return set(json.loads(path.read_text(encoding="utf-8"))["sources"]) if path.is_file() else set()
-        except (OSError, ValueError, KeyError, TypeError):
-            return set()
-
-    def _finish_removing(self) -> dict[str, Any] | None:
-        """Do again a removal that was cut short (see :meth:`remove_sources`); its report, or None."""
-        path = self._removing_path
-        if not path.is_file():
-            return None
-        report = self._remove(json.loads(path.read_text(encoding="utf-8"))["sources"])
-        path.unlink()
-        return report
+            return self.workspace.remove_sources(sources, progress)
 
     def offered_models(self) -> list[str]:
         """What a visitor may switch to: the installed presets and the model the UI was started
@@ -526,24 +301,28 @@ class UIRuntime:
                 "uploaded_facts": len(self.uploaded_facts()), "model": self.model_name}
 
 
+class _ModelOverlay:
+    """The workspace's overlay: the loaded generator's :class:`GrowingFactIndex`; replacing it
+    gives the runtime a new generator (:meth:`UIRuntime._rebuild_index`)."""
+
+    def __init__(self, runtime: UIRuntime) -> None:
+        self.runtime = runtime
+
+    @property
+    def added(self) -> int:
+        return self.runtime.generator.index.added
+
+    def grow(self, facts: list[Fact]) -> int:
+        return len(self.runtime.generator.index.grow(facts))
+
+    def replace(self, facts: list[Fact]) -> int:
+        return self.runtime._rebuild_index(facts)
+
+
 def _base_key(generator: Any) -> int:
     """The base fact index a generator's overlay is on (by id): shared by the generators a
     removal makes (:meth:`UIRuntime._rebuild_index`), released when the model is replaced."""
     return id(getattr(generator.index, "base", generator.index))
-
-
-def _brief(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200] or type(exc).__name__
-
-
-def _pending_files(folder: Path) -> list[Path]:
-    """The files of a pending upload, in upload order (one numbered folder per file); anything
-    else in it is an error."""
-    entries = sorted(folder.iterdir(), key=lambda p: (len(p.name), p.name))
-    stray = [p.name for p in entries if not (p.is_dir() and p.name.isdigit())]
-    if stray:
-        raise ValueError(f"unexpected entries in {folder}: {', '.join(stray[:3])}")
-    return [f for sub in entries for f in sorted(sub.iterdir())]
 
 
 def check_question(question: str) -> str:

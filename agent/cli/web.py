@@ -13,6 +13,7 @@ from ..settings import load_settings
 from ..web.decompose import LLMDecomposer, SentenceDecomposer
 from ..web.demo import build_demo_web
 from ..web.documents import read_documents
+from ..web.workspace import Workspace
 
 
 def default_web_dir() -> Path:
@@ -219,14 +220,48 @@ def _print_hits(result, reranked) -> None:
         console.print(escape(f"re-ranker: {reranked.question_type} question; {len(reranked.selected)} fact(s) {how} (*)"))
 
 
+@web_group.command("add")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--decomposer", type=click.Choice(["auto", "llm", "sentences"]), default="auto", show_default=True,
+              help="How documents become atomic facts (as for `web build`).")
+@_web_options
+@_llm_options
+@click.option("--json", "as_json", is_flag=True, help="Print the upload report as JSON.")
+def web_add(files, decomposer, web_dir, llm_model, base_url, as_json, **web_options) -> None:
+    """Upload FILES into a web as the chat UI does: triples (.tsv, .nt, .jsonl) or documents
+    (.txt, .md, .json, .jsonl, .pdf, .html, .docx). Every file is read whole first: a bad row
+    anywhere names its file and line and adds nothing. The facts become stated by every agent on
+    the web, from the whole-KB tree too; a file added again replaces its earlier version; an upload
+    cut short (a failure, a kill) is completed by the next add or remove.
+
+    \b
+    Example:
+      factweave web add facts.tsv report.pdf --web my-web
+    """
+    if decomposer == "auto":
+        decomposer = "llm" if remote_llm_configured(base_url) else "sentences"
+
+    def make_decomposer():
+        return LLMDecomposer(_chat_client(llm_model, base_url)) if decomposer == "llm" else SentenceDecomposer()
+
+    with _open_web(web_dir, create=True, **web_options) as web:
+        report = Workspace(web, decomposer=make_decomposer).add_files(list(files))
+        report["stats"] = web.stats()
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(f"added {report['files']}: {report['new_facts']} fact(s) in {report['seconds']:.1f} s")
+
+
 @web_group.command("remove")
 @click.argument("sources", nargs=-1, required=True)
 @_web_options
 @click.option("--json", "as_json", is_flag=True, help="Print the counts removed as JSON.")
 def web_remove(sources, web_dir, as_json, **web_options) -> None:
     """Remove what SOURCES brought into a web: their documents, chunks and facts, the keywords no
-    other fact mentions, and their vectors. A source is named as it was added (notes.md,
-    corpus.json, triples.tsv). A removal cut short is finished by the next one.
+    other fact mentions, their vectors, and their uploaded facts (`web add`, the UI). A source is
+    named as it was added (notes.md, corpus.json, triples.tsv). A removal cut short is finished by
+    the next one.
 
     \b
     Example:
@@ -236,14 +271,15 @@ def web_remove(sources, web_dir, as_json, **web_options) -> None:
     if not (folder / "web.json").exists():
         raise FactweaveError(f"no knowledge web in {folder}; build one with `factweave web build`")
     with _open_web(web_dir, **web_options) as web:
-        report = web.remove(list(sources)).as_dict()
+        report = Workspace(web).remove_sources(list(sources))
         report["stats"] = web.stats()
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
-        click.echo(f"removed {report['documents']} document(s), {report['chunks']} chunk(s), {report['facts']} "
-                   f"fact(s) and {report['keywords']} keyword(s) of {', '.join(report['sources'])}"
-                   + (" (an earlier removal was finished first)" if report["resumed"] else ""))
+        click.echo(f"removed {report.get('documents', 0)} document(s), {report.get('chunks', 0)} chunk(s), "
+                   f"{report.get('facts', 0)} fact(s) and {report.get('keywords', 0)} keyword(s) of "
+                   f"{', '.join(report['sources'])}" + (" (an earlier removal was finished first)"
+                                                        if report.get("resumed") else ""))
 
 
 @web_group.command("stats")
