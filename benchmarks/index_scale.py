@@ -58,7 +58,7 @@ class DiskBackend:
     name, suffix = "disk", ".fwd"
 
     def build(self, kb: Path, tokenizer: Any, out: Path, memory_mb: int) -> dict[str, Any]:
-        from agent.index.disk import build_disk_index
+        from agent.index.disk_writer import build_disk_index
 
         return build_disk_index(read_kb(kb), tokenizer, out, memory_mb=memory_mb, progress=False)
 
@@ -94,7 +94,7 @@ class PostgresBackend:
     name, suffix = "pg", ".pg"
 
     def build(self, kb: Path, tokenizer: Any, out: Path, memory_mb: int) -> dict[str, Any]:
-        from agent.index.postgres import build_postgres_index
+        from agent.index.pg_build import build_postgres_index
 
         report = build_postgres_index(os.environ["FACTWEAVE_PG_DSN"], read_kb(kb), tokenizer, name=out.stem.replace("-", "_"))
         return {"facts": report.facts, "nodes": report.nodes, "bytes": report.tree_bytes + report.facts_bytes,

@@ -51,8 +51,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from agent.index import FactIndex  # noqa: E402
-from agent.index.postgres import (DEFAULT_BLOCK_NODES, DEFAULT_PREFETCH_NODES, PostgresFactIndex,  # noqa: E402
-                                  load_fact_index)
+from agent.index.pg_build import load_fact_index  # noqa: E402
+from agent.index.pg_rows import DEFAULT_BLOCK_NODES, DEFAULT_PREFETCH_NODES  # noqa: E402
+from agent.index.postgres import PostgresFactIndex  # noqa: E402
 from agent.knowledge.facts import Fact  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -149,7 +150,8 @@ def measure_index(index: FactIndex, dsn: str, *, name: str = "bench", walks: int
         if not keep:
             from psycopg import sql
 
-            from agent.index.postgres import REGISTRY, connect
+            from agent.index.pg_rows import REGISTRY
+            from agent.index.postgres import connect
 
             with connect(dsn, autocommit=True) as conn:
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(report.schema)))

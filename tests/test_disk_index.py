@@ -11,7 +11,9 @@ from conftest import enumerate_facts, word_tokenizer
 
 from agent.errors import FactweaveError, IndexMismatchError
 from agent.index import FactIndex, load_index
-from agent.index.disk import DiskFactIndex, DiskIndexWriter, build_disk_index, read_disk_header
+from agent.index.disk import DiskFactIndex
+from agent.index.disk_format import read_disk_header
+from agent.index.disk_writer import DiskIndexWriter, build_disk_index
 from agent.index.external_sort import SequenceSorter, flatten
 from agent.index.tokens import fact_token_ids
 from agent.knowledge.facts import Fact

@@ -154,11 +154,11 @@ def test_statements_name_only_the_module_labels():
     """Cypher text is fixed at import: only the module's labels and types, no placeholders."""
     import re
 
-    import agent.web.graph as module
+    import agent.web.cypher as module
 
     statements = [v for v in vars(module).values() if isinstance(v, str) and "RETURN" in v]
-    statements += [s for pair in module._SCHEMA for s in pair]
-    statements += [*module._COUNTS.values(), *module._CLEAR.values()]
+    statements += [s for pair in module.SCHEMA for s in pair]
+    statements += [*module.COUNTS.values(), *module.CLEAR.values()]
     assert len(statements) > 20
     for statement in statements:
         assert "{" not in statement.replace("{id:", "") or "{{" not in statement

@@ -12,8 +12,8 @@ from conftest import run_cli, word_tokenizer
 from agent.errors import FactweaveError, IndexMismatchError
 from agent.index import FactIndex
 from agent.index.base import FactList, FactTree
-from agent.index.postgres import (PostgresFactIndex, PostgresUnavailableError, list_indexes, load_fact_index,
-                                  partition)
+from agent.index.pg_build import list_indexes, load_fact_index, partition
+from agent.index.postgres import PostgresFactIndex, PostgresUnavailableError
 from agent.knowledge.facts import Fact
 
 pytestmark = pytest.mark.postgres
@@ -118,7 +118,7 @@ def test_postgres_equals_the_embedded_disk_index_on_the_same_facts(demo_pg, demo
     counts of facts below every random prefix, also once some facts were generated (each index
     marks a generated fact in its own ids, so the same facts are finished in both)."""
     from agent.index import load_index
-    from agent.index.disk import build_disk_index
+    from agent.index.disk_writer import build_disk_index
     from agent.knowledge.kamel import demo_kamel_root
     from agent.knowledge.loaders import load_facts
 

@@ -150,7 +150,7 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
         if out is not None:
             raise click.UsageError("--out is for --backend file or disk")
         # lazy: agent.index pulls numpy and tqdm (CLI start stays fast)
-        from ..index.postgres import build_postgres_index
+        from ..index.pg_build import build_postgres_index
 
         tokenizer = load_tokenizer(model)
         report = build_postgres_index(dsn, load_facts(kb, inverse=inverse), tokenizer, name=pg_name, progress=True,
@@ -182,7 +182,7 @@ def index_list(dsn: str, as_json: bool) -> None:
       factweave index list --dsn "host=127.0.0.1 dbname=facts"
     """
     # lazy: agent.index pulls numpy and tqdm (CLI start stays fast)
-    from ..index.postgres import list_indexes
+    from ..index.pg_build import list_indexes
 
     found = list_indexes(dsn)
     if as_json:
@@ -205,7 +205,7 @@ def index_info(path: Path) -> None:
       factweave index info facts.fwi
     """
     # lazy: agent.index pulls numpy and tqdm (CLI start stays fast)
-    from ..index.disk import is_disk_index, read_disk_header
+    from ..index.disk_format import is_disk_index, read_disk_header
     from ..index.storage import read_header
 
     if is_disk_index(path):

@@ -1,32 +1,5 @@
-"""The disk fact index: a memory-mapped, front-coded prefix tree for hundreds of millions of facts.
-
-Layout rule. Facts are the distinct token sequences in sorted order (a prefix before its
-extensions); fact id ``i`` is rank ``i``. Per fact ``i`` the file keeps
-
-* ``lcp[i]`` (uint8): how many leading tokens it shares with fact ``i - 1``;
-* ``first[i]`` (uint16/uint32): its token at depth ``lcp[i]``, where it leaves fact ``i - 1``;
-* its other new tokens, front-coded: every token at depth ``s[i]..len - 1`` except depth
-  ``lcp[i]``, where ``s[i] = lcp[i]``, or 0 on every 64th fact (a restart point, so a fact can be
-  read back from at most 64 facts). Tokens are renumbered by frequency and written as UTF-8 code
-  points: the 128 most frequent take one byte, the next 1,920 two (``rest``, byte length per fact
-  in ``rest_len``, an offset per 64 facts in ``block_offsets``).
-
-No node table is stored. A node of the tree is a range of facts ``[lo, hi)`` sharing ``d``
-tokens: its leaf count is exactly ``hi - lo``; it branches at depth ``b = min(lcp[lo+1:hi])``;
-its children start at ``lo`` and at the facts of the range whose ``lcp`` equals ``b`` (the
-LCP-interval tree of enhanced suffix arrays); its child tokens are ``first`` of those facts.
-Minima of ``lcp`` per 64 and per 4,096 facts make ``b`` and the child starts cheap to find in
-ranges of any size. A fact ends at ``(lo, hi, d)`` when fact ``lo`` has ``d`` tokens.
-
-A cursor's ``node`` packs ``(lo, hi, d)`` into one int (0 is the root); ``used`` holds fact ids.
-The text of a fact is its tokens decoded by the tokenizer (the tokens are the text), so a fact
-costs ~16 bytes on disk instead of a tree of nodes plus a table of strings.
-
-File: ``FWDISK1\\n`` magic, an 8-byte header length, a JSON header (format version, tokenizer
-fingerprint, counts, each section's offset, size, dtype and blake2b digest, the total file size),
-then the sections at 64-byte aligned offsets. Opening maps the file and checks magic, version and
-size (a truncated file is refused at once); digests of sections up to 4 MB are checked at every
-open, all of them with ``verify=True`` or ``factweave index verify``.
+"""Reading the disk fact index: :class:`DiskFactIndex` memory-maps a file written by
+:mod:`.disk_writer` (the layout: :mod:`.disk_format`) and walks it with the fact-index cursor API.
 
 Usage::
 
@@ -40,223 +13,18 @@ Usage::
 from __future__ import annotations
 
 import hashlib
-import json
 import mmap
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import FactweaveError
-from ..files import replacing
 from ..knowledge.facts import Fact
 from .cursor import FactCursor
-from .external_sort import SequenceSorter, flatten
-from .header import read_json_header
-from .segments import FactTokenizer
-from .tokens import refuse_other_tokenizer, tokenizer_fingerprint
-from .workdir import WorkDir
-
-MAGIC = b"FWDISK1\n"
-FORMAT_VERSION = 1
-BLOCK = 64  # facts per restart point / offset / lcp minimum
-SUPER = 64 * 64  # facts per second-level lcp minimum
-MAX_TOKENS = 255  # lcp is one byte
-_ALIGN = 64
-_EAGER_VERIFY = 4 << 20
-_SECTIONS = ("lcp", "first", "rest_len", "rest", "block_offsets", "lcp_min64", "lcp_min4096",
-             "long_rows", "long_lens", "rank_tokens")
-_EMPTY = np.zeros(0, dtype=np.int64)
-_EMPTY.flags.writeable = False
-_TRIPLE = re.compile(r"<([^<>]*)> <([^<>]*)> <([^<>]*)> \.")
-
-
-# ---- code points: frequency ranks as UTF-8, skipping the surrogate block ------------------------
-def _rank_to_cp(rank: np.ndarray) -> np.ndarray:
-    return np.where(rank < 0xD800, rank, rank + 0x800)
-
-
-def _cp_bytes(cp: np.ndarray) -> np.ndarray:
-    return 1 + (cp >= 0x80) + (cp >= 0x800) + (cp >= 0x10000)
-
-
-def utf8_of_ranks(ranks: np.ndarray) -> bytes:
-    """UTF-8 bytes of ``ranks`` read as code points (surrogates skipped): C speed via utf-32."""
-    cps = _rank_to_cp(ranks.astype(np.uint32))
-    return cps.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
-
-
-def ranks_of_utf8(data: bytes) -> np.ndarray:
-    cps = np.frombuffer(data.decode("utf-8").encode("utf-32-le"), dtype="<u4").astype(np.int64)
-    return np.where(cps >= 0xE000, cps - 0x800, cps)
-
-
-# ---- writing ------------------------------------------------------------------------------------
-class DiskIndexWriter:
-    """Writes sorted, distinct token sequences (as padded matrices of ``token + 1``) into the
-    sections of a disk index, in one sequential pass; :meth:`finish` assembles the file
-    atomically (written aside, renamed at the end)."""
-
-    def __init__(self, path: str | Path, *, fingerprint: str, token_counts: np.ndarray,
-                 meta: dict[str, Any] | None = None) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fingerprint = fingerprint
-        self.meta = meta or {}
-        used = np.flatnonzero(token_counts)
-        # Most frequent tokens get the shortest codes; ties by id keep the build deterministic.
-        order = used[np.lexsort((used, -token_counts[used]))]
-        self.rank_tokens = order.astype(np.uint32)
-        self.token_rank = np.full(max(len(token_counts), 1), -1, dtype=np.int64)
-        self.token_rank[order] = np.arange(len(order))
-        self.first_dtype = np.dtype("<u2") if len(token_counts) <= 1 << 16 else np.dtype("<u4")
-        # Removed by abort(); a killed build's is removed by the next build of this path.
-        self._work = WorkDir(self.path, ".parts")
-        self._dir = self._work.path
-        self._files = {name: open(self._dir / name, "wb") for name in _SECTIONS if name != "rank_tokens"}
-        self.count = 0
-        self.nodes = 1
-        self._rest_bytes = 0
-        self._prev = np.zeros(0, dtype=np.int64)  # last row of the previous chunk (token + 1)
-        self._carry: list[np.ndarray] = []  # rows waiting for a multiple of SUPER
-        self._carry_rows = 0
-
-    def add(self, matrix: np.ndarray) -> None:
-        """Append rows (``token + 1``, zero padded), already sorted after every row so far."""
-        self._carry.append(matrix)
-        self._carry_rows += len(matrix)
-        if self._carry_rows >= 4 * SUPER:
-            self._flush(final=False)
-
-    def _flush(self, final: bool) -> None:
-        if not self._carry:
-            return
-        width = max(m.shape[1] for m in self._carry)
-        rows = np.concatenate([np.pad(m.astype(np.int64), ((0, 0), (0, width - m.shape[1]))) for m in self._carry])
-        take = len(rows) if final else (len(rows) // SUPER) * SUPER
-        self._carry = [rows[take:]] if take < len(rows) else []
-        self._carry_rows = len(rows) - take
-        if take:
-            self._write_rows(rows[:take])
-
-    def _write_rows(self, m: np.ndarray) -> None:
-        n, width = m.shape
-        lens = (m > 0).sum(axis=1)
-        if int(lens.max()) > MAX_TOKENS:
-            raise FactweaveError(f"a fact of {int(lens.max())} tokens is longer than the disk index allows ({MAX_TOKENS})")
-        if int(lens.min()) == 0:
-            raise FactweaveError("a fact tokenizes to nothing")
-        prev = np.zeros((n, width), dtype=np.int64)
-        prev[1:] = m[:-1]
-        w = min(width, len(self._prev))
-        prev[0, :w] = self._prev[:w]
-        same = m == prev
-        first_diff = np.where(same.all(axis=1), width, np.argmin(same, axis=1))
-        prev_lens = np.concatenate([[int((self._prev > 0).sum())], lens[:-1]])
-        lcp = np.minimum(first_diff, np.minimum(lens, prev_lens))
-        if self.count == 0:
-            lcp[0] = 0
-        if np.any(lcp >= lens):
-            raise ValueError("rows must be sorted and distinct")
-        gid = self.count + np.arange(n)
-        start = np.where(gid % BLOCK == 0, 0, lcp)
-        first = m[np.arange(n), lcp] - 1
-        depth = np.arange(width)[None, :]
-        mask = (depth >= start[:, None]) & (depth < lens[:, None]) & (depth != lcp[:, None])
-        ranks = self.token_rank[m[mask] - 1]
-        if np.any(ranks < 0):
-            raise ValueError("a token was not counted")
-        nbytes = np.zeros((n, width), dtype=np.int64)
-        nbytes[mask] = _cp_bytes(_rank_to_cp(ranks))
-        row_bytes = nbytes.sum(axis=1)
-        offsets = self._rest_bytes + np.cumsum(row_bytes) - row_bytes
-        f = self._files
-        f["lcp"].write(lcp.astype(np.uint8).tobytes())
-        f["first"].write(first.astype(self.first_dtype).tobytes())
-        f["rest_len"].write(np.minimum(row_bytes, 255).astype(np.uint8).tobytes())
-        long = np.flatnonzero(row_bytes >= 255)
-        if len(long):
-            f["long_rows"].write(gid[long].astype("<u8").tobytes())
-            f["long_lens"].write(row_bytes[long].astype("<u4").tobytes())
-        f["rest"].write(utf8_of_ranks(ranks))
-        f["block_offsets"].write(offsets[gid % BLOCK == 0].astype("<u8").tobytes())
-        # lcp minima per block; a partial last block is padded with 255 (never the minimum).
-        pad = (-n) % BLOCK
-        mins = np.concatenate([lcp, np.full(pad, 255)]).reshape(-1, BLOCK).min(axis=1)
-        f["lcp_min64"].write(mins.astype(np.uint8).tobytes())
-        pad2 = (-len(mins)) % BLOCK
-        mins2 = np.concatenate([mins, np.full(pad2, 255)]).reshape(-1, BLOCK).min(axis=1)
-        f["lcp_min4096"].write(mins2.astype(np.uint8).tobytes())
-        self.nodes += int((lens - lcp).sum())
-        self._rest_bytes += int(row_bytes.sum())
-        self.count += n
-        self._prev = m[-1][: int(lens[-1])].copy()
-
-    def finish(self) -> Path:
-        """Write the header and the sections into a temporary file, then rename it into place."""
-        self._flush(final=True)
-        for fh in self._files.values():
-            fh.close()
-        try:
-            (self._dir / "rank_tokens").write_bytes(self.rank_tokens.astype("<u4").tobytes())
-            dtypes = {"lcp": "u1", "first": self.first_dtype.str, "rest_len": "u1", "rest": "u1",
-                      "block_offsets": "<u8", "lcp_min64": "u1", "lcp_min4096": "u1", "long_rows": "<u8",
-                      "long_lens": "<u4", "rank_tokens": "<u4"}
-            sections: dict[str, dict[str, Any]] = {}
-            offset = 0
-            for name in _SECTIONS:
-                size = (self._dir / name).stat().st_size
-                offset = -(-offset // _ALIGN) * _ALIGN
-                sections[name] = {"offset": offset, "bytes": size, "dtype": dtypes[name]}
-                offset += size
-            header = {
-                "format": "factweave-disk-index", "format_version": FORMAT_VERSION,
-                "tokenizer_fingerprint": self.fingerprint, "fact_count": self.count, "node_count": self.nodes,
-                "block": BLOCK, "sections": sections, "meta": self.meta,
-            }
-            # Digests are computed while copying; the header is written last into reserved space.
-            reserve = -(-(len(json.dumps(header).encode()) + 200 * len(_SECTIONS) + 4096) // 4096) * 4096
-            # Written inside the parts folder: a kill leaves nothing beside the index.
-            with replacing(self.path, binary=True, prefix=self.path.name + ".", folder=self._dir) as out:
-                out.write(b"\0" * reserve)
-                for name in _SECTIONS:
-                    out.write(b"\0" * (reserve + sections[name]["offset"] - out.tell()))
-                    digest = hashlib.blake2b(digest_size=16)
-                    with open(self._dir / name, "rb") as src:
-                        while chunk := src.read(8 << 20):
-                            digest.update(chunk)
-                            out.write(chunk)
-                    sections[name]["blake2b"] = digest.hexdigest()
-                header["data_start"] = reserve
-                header["file_bytes"] = out.tell()
-                head = json.dumps(header, ensure_ascii=False).encode("utf-8")
-                if len(MAGIC) + 8 + len(head) > reserve:
-                    raise FactweaveError("disk index header does not fit its reserved space")
-                out.seek(0)
-                out.write(MAGIC + len(head).to_bytes(8, "little") + head)
-        finally:
-            self.abort()
-        return self.path
-
-    def abort(self) -> None:
-        """Remove the part files (the real path is never touched before the rename)."""
-        for fh in self._files.values():
-            fh.close()
-        self._work.remove()
-
-
-# ---- reading ------------------------------------------------------------------------------------
-def read_disk_header(path: str | Path) -> dict[str, Any]:
-    """The header of a disk index file; refuses bad magic, other versions and truncated files."""
-    path = Path(path)
-    header, _ = read_json_header(path, MAGIC, FORMAT_VERSION, kind="disk index")
-    actual = path.stat().st_size
-    if actual != header.get("file_bytes"):
-        state = "truncated" if actual < header.get("file_bytes", 0) else "corrupt (longer than written)"
-        raise FactweaveError(f"{path}: index file is {state}: {actual:,} bytes, header says {header.get('file_bytes', 0):,}")
-    return header
+from .disk_format import BLOCK, EAGER_VERIFY, EMPTY, SUPER, TRIPLE, rank_to_cp, ranks_of_utf8, read_disk_header
+from .tokens import refuse_other_tokenizer
 
 
 class DiskFacts:
@@ -302,7 +70,7 @@ class DiskFactIndex:
         self._rest_start = base + header["sections"]["rest"]["offset"]
         # Code point -> token id, as a list: decoding a fact is a str decode plus list lookups.
         ranks = a["rank_tokens"].astype(np.int64)
-        cps = _rank_to_cp(np.arange(len(ranks)))
+        cps = rank_to_cp(np.arange(len(ranks)))
         table = np.zeros(int(cps.max()) + 1 if len(cps) else 1, dtype=np.int64)
         table[cps] = ranks
         self._cp_token = table.tolist()
@@ -326,7 +94,7 @@ class DiskFactIndex:
             refuse_other_tokenizer(str(path), header["tokenizer_fingerprint"], header.get("meta", {}).get("model", ""),
                                    tokenizer, "`factweave index build --backend disk --model <your model>`")
         index = cls(path, header, tokenizer)
-        index.verify(limit=None if verify else _EAGER_VERIFY)
+        index.verify(limit=None if verify else EAGER_VERIFY)
         return index
 
     def verify(self, limit: int | None = None) -> None:
@@ -553,10 +321,10 @@ class DiskFactIndex:
         t = self._single(lo, hi, d)
         if t >= 0:
             if cursor.used and self.remaining(cursor.node, cursor.used) == 0:
-                return _EMPTY
+                return EMPTY
             return self._one(t)
         if t == -2:
-            return _EMPTY
+            return EMPTY
         tokens, starts, ends = self._expand(lo, hi, d)
         if not cursor.used or len(tokens) == 0:
             return tokens
@@ -616,7 +384,7 @@ class DiskFactIndex:
     def fact(self, fact_id: int) -> Fact:
         """Fact ``fact_id`` as a :class:`Fact` (a triple when its text is one, else a statement)."""
         text = self.fact_text(fact_id)
-        m = _TRIPLE.fullmatch(text)
+        m = TRIPLE.fullmatch(text)
         if m:
             return Fact(m.group(1), m.group(2), m.group(3), f"{self.path.name}#{fact_id}")
         return Fact("", "", "", f"{self.path.name}#{fact_id}", text)
@@ -675,81 +443,3 @@ class DiskFactIndex:
     def arrays(self) -> dict[str, np.ndarray]:
         return dict(self._arrays)
 
-
-# ---- building -----------------------------------------------------------------------------------
-def build_disk_index(facts: Iterable[Fact], tokenizer: Any, path: str | Path, *, memory_mb: int = 1024,
-                     meta: dict[str, Any] | None = None, progress: bool = False, batch: int = 50_000,
-                     exact_tokens: bool = False) -> dict[str, Any]:
-    """Tokenize ``facts`` (a stream of any length), sort them under ``memory_mb`` (runs on disk
-    when they do not fit), and write the disk index at ``path`` atomically. Returns build stats.
-
-    >>> stats = build_disk_index(synthetic_facts(1_000_000), tokenizer, "kb.fwd", memory_mb=512)  # doctest: +SKIP
-    """
-    from tqdm.auto import tqdm
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ft = FactTokenizer(tokenizer, exact=exact_tokens)
-    vocab = max(len(tokenizer), max(tokenizer.get_vocab().values()) + 1)
-    unit = 2 if vocab < (1 << 16) else 4
-    counts = np.zeros(vocab, dtype=np.int64)
-    work_dir = WorkDir(path, ".sort")  # a killed build's runs are removed by the next build
-    work = work_dir.path
-    sorter = SequenceSorter(work, memory_bytes=int(memory_mb) << 20, unit=unit)
-    given = 0
-    try:
-        buf: list[Fact] = []
-        bar = tqdm(desc="tokenizing", unit=" facts", disable=not progress)
-
-        def flush() -> None:
-            seqs = ft.encode(buf)
-            # The file keeps tokens only: a fact's text must come back from them. Checked on a
-            # sample (a tokenizer that maps words to <unk> would lose text silently otherwise).
-            for i in range(0, len(buf), 997):
-                back = tokenizer.decode(list(seqs[i]), skip_special_tokens=True, clean_up_tokenization_spaces=False)
-                back = back[1:] if back.startswith(" ") else back
-                if back != buf[i].text:
-                    raise FactweaveError(f"this tokenizer does not decode {buf[i].text!r} back to its text "
-                                         f"(got {back!r}); use the in-memory index for it")
-            flat, lengths = flatten(seqs)
-            counts[:] += np.bincount(flat, minlength=vocab)[:vocab]
-            sorter.add(flat, lengths)
-            bar.update(len(buf))
-            buf.clear()
-
-        for fact in facts:
-            buf.append(fact)
-            given += 1
-            if len(buf) >= batch:
-                flush()
-        if buf:
-            flush()
-        bar.close()
-        writer = DiskIndexWriter(path, fingerprint=tokenizer_fingerprint(tokenizer), token_counts=counts,
-                                 meta={**(meta or {}), "facts_given": given, "composed_tokens": ft.composed})
-        try:
-            bar = tqdm(desc="writing", unit=" facts", disable=not progress)
-            for keys in sorter.sorted_chunks():
-                m = np.frombuffer(keys.tobytes(), dtype=">u2" if unit == 2 else ">u4").reshape(len(keys), -1)
-                writer.add(m)
-                bar.update(len(keys))
-            bar.close()
-            writer.finish()
-        except BaseException:
-            writer.abort()
-            raise
-        runs = len(sorter.runs)
-    finally:
-        sorter.close()
-        work_dir.remove()
-    return {"path": str(path), "facts_given": given, "facts": writer.count, "nodes": writer.nodes,
-            "runs": runs, "bytes": path.stat().st_size}
-
-
-def is_disk_index(path: str | Path) -> bool:
-    """True when ``path`` starts with the disk index magic bytes."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..knowledge.loaders import load_facts
-from .disk import DiskFactIndex, build_disk_index
+from .disk import DiskFactIndex
+from .disk_writer import build_disk_index
 from .storage import load_index, read_header, save_index
 from .tokens import tokenizer_fingerprint
 from .trie import FactIndex

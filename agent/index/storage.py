@@ -19,7 +19,8 @@ import numpy as np
 
 from ..errors import FactweaveError
 from ..files import replacing
-from .disk import DiskFactIndex, is_disk_index
+from .disk import DiskFactIndex
+from .disk_format import is_disk_index
 from .header import read_json_header
 from .table import FactTable
 from .tokens import refuse_other_tokenizer
@@ -78,7 +79,7 @@ def read_header(path: str | Path) -> tuple[dict[str, Any], int]:
 def load_index(path: str | Path, tokenizer: Any | None = None, *, verify: bool | str = True) -> Any:
     """Read an index; with ``tokenizer`` given, refuse an index built for a different one.
 
-    A disk index (see :mod:`agent.index.disk`, told apart by its magic bytes) is memory-mapped
+    A disk index (see :mod:`agent.index.disk_format`, told apart by its magic bytes) is memory-mapped
     instead of read: a :class:`DiskFactIndex` with the same cursor API (its sections are checked
     against their digests only when ``verify`` is ``"full"``; small ones always)."""
     path = Path(path)

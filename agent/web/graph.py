@@ -5,18 +5,6 @@ are the module constants below, and nothing from a document or a question is eve
 into Cypher text. That is what keeps an "injection" inside a document inert: it arrives as a
 parameter value and is stored and matched as plain text.
 
-Portability: the statements keep to the subset that Neo4j 5 and ArcadeDB's Bolt plugin (the
-embedded default; ArcadeDB 26.10) both run, checked against ArcadeDB here: ``MERGE`` with
-``ON CREATE SET``, ``SET n += $map``, ``UNWIND`` over lists of maps, ``WITH count(*)`` to
-join two ``UNWIND`` stages, ``IN $list``, ``collect(DISTINCT ...)``, ``properties(n)``,
-``ORDER BY`` + ``LIMIT $n``, ``DETACH DELETE`` and
-``CREATE CONSTRAINT name IF NOT EXISTS FOR (n:L) REQUIRE n.id IS UNIQUE``. The one statement
-that differs by backend is the schema: Neo4j 4.x (and servers where a plain index already
-covers ``id``) reject that constraint, so :meth:`GraphStore.ensure_schema` falls back to
-``CREATE INDEX name IF NOT EXISTS FOR (n:L) ON (n.id)``. Not used, because ArcadeDB's Bolt
-plugin lacks them: ``CREATE DATABASE`` (ArcadeDB answers "only CREATE CONSTRAINT, CREATE
-INDEX and CREATE USER"), APOC and vector-index procedures.
-
 Round trips: :meth:`GraphStore.write_chunk` is one Cypher statement in one managed write
 transaction, whatever the number of facts and keywords. Traced with the driver's debug log
 against ArcadeDB: three Bolt round trips per chunk (BEGIN; RUN+PULL pipelined; COMMIT), about
@@ -34,158 +22,15 @@ from typing import Any, Self
 
 from agent.errors import FactweaveError
 
-log = logging.getLogger(__name__)
+from . import cypher
 
-# Labels and relationship types: the only names that ever appear in Cypher text.
-DOCUMENT = "Document"
-CHUNK = "Chunk"
-FACT = "Fact"
-KEYWORD = "Keyword"
-HAS_CHUNK = "HAS_CHUNK"
-HAS_FACT = "HAS_FACT"
-MENTIONS = "MENTIONS"
-LABELS = (DOCUMENT, CHUNK, FACT, KEYWORD)
+log = logging.getLogger(__name__)
 
 DEFAULT_HINT = "start Neo4j or drop --graph-uri to use the embedded server"
 TRIPLE_BATCH = 500
 _BOLT_SCHEMES = frozenset(
     f"{base}{tls}" for base in ("bolt", "neo4j") for tls in ("", "+s", "+ssc"))
 _OS_REASON = re.compile(r"\[Errno -?\d+\]\s*([^()\[\]]+)")
-
-# --- statements (constants; inputs only ever travel as parameters) ------------------------
-
-_SCHEMA = tuple(
-    (
-        (
-            f"CREATE CONSTRAINT factweave_{label.lower()}_id IF NOT EXISTS "
-            f"FOR (n:{label}) REQUIRE n.id IS UNIQUE"
-        ),
-        f"CREATE INDEX factweave_{label.lower()}_id_index IF NOT EXISTS FOR (n:{label}) ON (n.id)",
-    )
-    for label in LABELS
-)
-
-# Links are written after the facts in the same statement. `WITH count(*)` collapses the
-# fact rows to exactly one row (also when there were no facts), so the second UNWIND runs
-# once and an empty fact list cannot swallow the links or the chunk.
-_LINK_KEYWORDS = f"""
-WITH count(*) AS facts_written
-UNWIND $links AS link
-MATCH (f:{FACT} {{id: link.fact_id}})
-MERGE (k:{KEYWORD} {{id: link.keyword_id}})
-  ON CREATE SET k.name = link.name
-MERGE (f)-[:{MENTIONS}]->(k)
-RETURN count(*) AS links_written
-"""
-
-# The chunk's `done` flag is in $chunk, so it commits with its facts or not at all.
-_WRITE_CHUNK = f"""
-MERGE (d:{DOCUMENT} {{id: $doc.id}})
-SET d += $doc
-MERGE (c:{CHUNK} {{id: $chunk.id}})
-SET c += $chunk
-MERGE (d)-[:{HAS_CHUNK}]->(c)
-WITH c
-UNWIND $facts AS row
-MERGE (f:{FACT} {{id: row.id}})
-SET f += row
-MERGE (c)-[:{HAS_FACT}]->(f)
-{_LINK_KEYWORDS}"""
-
-_WRITE_FACTS = f"""
-UNWIND $facts AS row
-MERGE (f:{FACT} {{id: row.id}})
-SET f += row
-{_LINK_KEYWORDS}"""
-
-_DONE_CHUNKS = f"MATCH (c:{CHUNK}) WHERE c.id IN $ids AND c.done = true RETURN c.id AS id"
-
-_CHUNKS_WITH_FACTS = f"MATCH (c:{CHUNK})-[:{HAS_FACT}]->(:{FACT}) WHERE c.id IN $ids RETURN DISTINCT c.id AS id"
-_CHUNKS_OF_DOCUMENTS = f"MATCH (c:{CHUNK}) WHERE c.doc_id IN $ids RETURN c.id AS id ORDER BY id"
-
-_FACTS_FOR_KEYWORDS = f"""
-MATCH (k:{KEYWORD})<-[:{MENTIONS}]-(f:{FACT})
-WHERE k.id IN $ids
-WITH f, collect(DISTINCT k.id) AS matched
-RETURN properties(f) AS fact, matched
-ORDER BY size(matched) DESC, f.id
-"""
-_FACTS_FOR_KEYWORDS_LIMIT = _FACTS_FOR_KEYWORDS + "LIMIT $limit"
-
-# A keyword's facts, only for keywords linked to at most $cap facts (the graph search's bound).
-# One MATCH and a filter on the collected list: ten times faster on ArcadeDB than counting first
-# and matching again.
-_EXPAND_KEYWORDS = f"""
-MATCH (k:{KEYWORD})<-[:{MENTIONS}]-(f:{FACT})
-WHERE k.id IN $ids
-WITH k, collect(f.id) AS facts
-WHERE size(facts) <= $cap
-RETURN k.id AS keyword, facts
-"""
-
-_FACTS_BY_IDS = f"MATCH (f:{FACT}) WHERE f.id IN $ids RETURN properties(f) AS fact"
-
-# Keyset pagination (ids are unique and indexed): each page starts after the last id seen, so
-# a page costs the same however deep into the graph it is, unlike SKIP.
-_FACTS_PAGE = f"""
-MATCH (f:{FACT})
-WHERE f.id > $after
-RETURN properties(f) AS fact
-ORDER BY f.id
-LIMIT $limit
-"""
-
-_FACTS_OF_DOCUMENTS = f"MATCH (f:{FACT}) WHERE f.doc_id IN $ids RETURN properties(f) AS fact ORDER BY f.id"
-
-_KEYWORDS_OF_FACTS = f"""
-MATCH (f:{FACT})-[:{MENTIONS}]->(k:{KEYWORD})
-WHERE f.id IN $ids
-RETURN f.id AS fact, collect(DISTINCT k.id) AS keywords
-"""
-
-# Removing a source (agent/web/removal.py): what it holds, then deletions by id, in slices.
-_DOCUMENTS = f"MATCH (d:{DOCUMENT}) RETURN d.id AS id, d.source AS source, d.title AS title ORDER BY d.id"
-_FACT_SOURCES_PAGE = f"""
-MATCH (f:{FACT})
-WHERE f.id > $after
-RETURN f.id AS id, f.source AS source, f.doc_id AS doc_id
-ORDER BY f.id
-LIMIT $limit
-"""
-_FACT_SOURCE_COUNTS = f"MATCH (f:{FACT}) RETURN f.source AS source, count(*) AS n"
-_LINKED_KEYWORDS = f"""
-MATCH (k:{KEYWORD})<-[:{MENTIONS}]-(f:{FACT})
-WHERE k.id IN $ids
-RETURN DISTINCT k.id AS id
-"""
-_DELETE_BY_ID = {
-    label: f"MATCH (n:{label}) WHERE n.id IN $ids DETACH DELETE n RETURN count(*) AS deleted"
-    for label in LABELS
-}
-_DELETE_CHUNKS_OF_DOCUMENTS = f"""
-MATCH (d:{DOCUMENT})-[:{HAS_CHUNK}]->(c:{CHUNK})
-WHERE d.id IN $ids
-DETACH DELETE c
-RETURN count(*) AS deleted
-"""
-
-_COUNTS = {
-    "documents": f"MATCH (n:{DOCUMENT}) RETURN count(n) AS n",
-    "chunks": f"MATCH (n:{CHUNK}) RETURN count(n) AS n",
-    "chunks_done": f"MATCH (n:{CHUNK}) WHERE n.done = true RETURN count(n) AS n",
-    "facts": f"MATCH (n:{FACT}) RETURN count(n) AS n",
-    "keywords": f"MATCH (n:{KEYWORD}) RETURN count(n) AS n",
-    "has_chunk": f"MATCH (:{DOCUMENT})-[r:{HAS_CHUNK}]->(:{CHUNK}) RETURN count(r) AS n",
-    "has_fact": f"MATCH (:{CHUNK})-[r:{HAS_FACT}]->(:{FACT}) RETURN count(r) AS n",
-    "mentions": f"MATCH (:{FACT})-[r:{MENTIONS}]->(:{KEYWORD}) RETURN count(r) AS n",
-}
-
-# Deleting in slices keeps each transaction small on a large graph.
-_CLEAR_SLICE = 10_000
-_CLEAR = {
-    label: f"MATCH (n:{label}) WITH n LIMIT $limit DETACH DELETE n RETURN count(*) AS deleted"
-    for label in LABELS
-}
 
 # --- input shaping ------------------------------------------------------------------------
 
@@ -331,7 +176,7 @@ class GraphStore:
         import neo4j
 
         with self._errors(), self._session() as session:
-            for constraint, index in _SCHEMA:
+            for constraint, index in cypher.SCHEMA:
                 try:
                     session.run(constraint).consume()
                     continue
@@ -378,7 +223,7 @@ class GraphStore:
         params = {"doc": doc_props, "chunk": chunk_props, "facts": fact_rows,
                   "links": _link_rows(links)}
         self._ensure_schema_once()
-        self._write(_WRITE_CHUNK, params)
+        self._write(cypher.WRITE_CHUNK, params)
 
     def write_triples(
         self,
@@ -407,15 +252,15 @@ class GraphStore:
         for start in range(0, len(rows), max(1, batch_size)):
             batch = rows[start : start + batch_size]
             batch_links = [link for row in batch for link in by_fact.pop(row["id"], [])]
-            self._write(_WRITE_FACTS, {"facts": batch, "links": batch_links})
+            self._write(cypher.WRITE_FACTS, {"facts": batch, "links": batch_links})
         leftover = [link for group in by_fact.values() for link in group]
         if leftover:
-            self._write(_WRITE_FACTS, {"facts": [], "links": leftover})
+            self._write(cypher.WRITE_FACTS, {"facts": [], "links": leftover})
 
     def clear(self) -> None:
         """Delete the knowledge web's nodes (only its four labels) and their edges; keep the schema."""
-        for statement in _CLEAR.values():
-            while self._write(statement, {"limit": _CLEAR_SLICE}):
+        for statement in cypher.CLEAR.values():
+            while self._write(statement, {"limit": cypher.CLEAR_SLICE}):
                 pass
 
     # -- reads ---------------------------------------------------------------------------
@@ -424,19 +269,19 @@ class GraphStore:
         """Which of these chunks were fully written (facts and links committed)."""
         if not chunk_ids:
             return set()
-        return {row["id"] for row in self._read(_DONE_CHUNKS, {"ids": list(chunk_ids)})}
+        return {row["id"] for row in self._read(cypher.DONE_CHUNKS, {"ids": list(chunk_ids)})}
 
     def chunks_with_facts(self, chunk_ids: Sequence[str]) -> set[str]:
         """Which of these chunks hold at least one fact."""
         if not chunk_ids:
             return set()
-        return {row["id"] for row in self._read(_CHUNKS_WITH_FACTS, {"ids": list(dict.fromkeys(chunk_ids))})}
+        return {row["id"] for row in self._read(cypher.CHUNKS_WITH_FACTS, {"ids": list(dict.fromkeys(chunk_ids))})}
 
     def chunks_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
         """The ids of the documents' chunks (those without facts too), sorted."""
         if not doc_ids:
             return []
-        return [row["id"] for row in self._read(_CHUNKS_OF_DOCUMENTS, {"ids": list(dict.fromkeys(doc_ids))})]
+        return [row["id"] for row in self._read(cypher.CHUNKS_OF_DOCUMENTS, {"ids": list(dict.fromkeys(doc_ids))})]
 
     def facts_for_keywords(
         self, keyword_ids: list[str], limit: int | None = None
@@ -450,9 +295,9 @@ class GraphStore:
             return []
         order = {kid: i for i, kid in reversed(list(enumerate(keyword_ids)))}
         params: dict[str, Any] = {"ids": list(order)}
-        statement = _FACTS_FOR_KEYWORDS
+        statement = cypher.FACTS_FOR_KEYWORDS
         if limit is not None:
-            statement, params["limit"] = _FACTS_FOR_KEYWORDS_LIMIT, int(limit)
+            statement, params["limit"] = cypher.FACTS_FOR_KEYWORDS_LIMIT, int(limit)
         results = []
         for row in self._read(statement, params):
             fact = dict(row["fact"])
@@ -465,7 +310,7 @@ class GraphStore:
         linked to more, or unknown, is left out. One query, bounded by ``cap`` per keyword."""
         if not keyword_ids or cap < 1:
             return {}
-        rows = self._read(_EXPAND_KEYWORDS, {"ids": list(dict.fromkeys(keyword_ids)), "cap": int(cap)})
+        rows = self._read(cypher.EXPAND_KEYWORDS, {"ids": list(dict.fromkeys(keyword_ids)), "cap": int(cap)})
         return {row["keyword"]: sorted(row["facts"]) for row in rows}
 
     def facts_by_ids(self, ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -473,7 +318,7 @@ class GraphStore:
         if not ids:
             return []
         found = {row["fact"]["id"]: dict(row["fact"])
-                 for row in self._read(_FACTS_BY_IDS, {"ids": list(dict.fromkeys(ids))})}
+                 for row in self._read(cypher.FACTS_BY_IDS, {"ids": list(dict.fromkeys(ids))})}
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     def all_facts(self, page_size: int = 2000) -> Iterator[dict[str, Any]]:
@@ -482,7 +327,7 @@ class GraphStore:
             raise ValueError("page_size must be at least 1")
         after = ""
         while True:
-            page = self._read(_FACTS_PAGE, {"after": after, "limit": int(page_size)})
+            page = self._read(cypher.FACTS_PAGE, {"after": after, "limit": int(page_size)})
             for row in page:
                 yield dict(row["fact"])
             if len(page) < page_size:
@@ -493,26 +338,26 @@ class GraphStore:
         """The properties of every fact decomposed from the documents ``doc_ids``, in id order."""
         if not doc_ids:
             return []
-        return [dict(row["fact"]) for row in self._read(_FACTS_OF_DOCUMENTS, {"ids": list(dict.fromkeys(doc_ids))})]
+        return [dict(row["fact"]) for row in self._read(cypher.FACTS_OF_DOCUMENTS, {"ids": list(dict.fromkeys(doc_ids))})]
 
     def keywords_of_facts(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
         """Keyword ids per fact (every asked id is a key; sorted lists, [] when none)."""
         result: dict[str, list[str]] = {i: [] for i in fact_ids}
         if not result:
             return result
-        for row in self._read(_KEYWORDS_OF_FACTS, {"ids": list(result)}):
+        for row in self._read(cypher.KEYWORDS_OF_FACTS, {"ids": list(result)}):
             result[row["fact"]] = sorted(row["keywords"])
         return result
 
     def documents(self) -> list[dict[str, Any]]:
         """Every document's id, source and title, in id order."""
-        return [dict(row) for row in self._read(_DOCUMENTS, {})]
+        return [dict(row) for row in self._read(cypher.DOCUMENTS, {})]
 
     def fact_sources(self, page_size: int = 5000) -> Iterator[dict[str, Any]]:
         """Every fact's id, source and doc_id (None for a triple), in id order, a page at a time."""
         after = ""
         while True:
-            page = self._read(_FACT_SOURCES_PAGE, {"after": after, "limit": int(page_size)})
+            page = self._read(cypher.FACT_SOURCES_PAGE, {"after": after, "limit": int(page_size)})
             yield from (dict(row) for row in page)
             if len(page) < page_size:
                 return
@@ -520,31 +365,31 @@ class GraphStore:
 
     def fact_source_counts(self) -> dict[str | None, int]:
         """How many facts each source holds, counted by the graph (one row per source)."""
-        return {row["source"]: int(row["n"]) for row in self._read(_FACT_SOURCE_COUNTS, {})}
+        return {row["source"]: int(row["n"]) for row in self._read(cypher.FACT_SOURCE_COUNTS, {})}
 
     def linked_keywords(self, keyword_ids: Sequence[str]) -> set[str]:
         """Those of ``keyword_ids`` that some fact still mentions."""
         ids = list(dict.fromkeys(keyword_ids))
-        return {row["id"] for start in range(0, len(ids), _CLEAR_SLICE)
-                for row in self._read(_LINKED_KEYWORDS, {"ids": ids[start:start + _CLEAR_SLICE]})}
+        return {row["id"] for start in range(0, len(ids), cypher.CLEAR_SLICE)
+                for row in self._read(cypher.LINKED_KEYWORDS, {"ids": ids[start:start + cypher.CLEAR_SLICE]})}
 
     def delete(self, label: str, ids: Sequence[str]) -> int:
         """Delete the ``label`` nodes with these ids and their edges (unknown ids: nothing), in
         slices; how many were deleted."""
         ids, deleted = list(dict.fromkeys(ids)), 0
-        for start in range(0, len(ids), _CLEAR_SLICE):
-            deleted += self._write(_DELETE_BY_ID[label], {"ids": ids[start:start + _CLEAR_SLICE]})
+        for start in range(0, len(ids), cypher.CLEAR_SLICE):
+            deleted += self._write(cypher.DELETE_BY_ID[label], {"ids": ids[start:start + cypher.CLEAR_SLICE]})
         return deleted
 
     def delete_chunks_of_documents(self, doc_ids: Sequence[str]) -> int:
         """Delete every chunk of these documents (those without facts too) and their edges."""
         ids = list(dict.fromkeys(doc_ids))
-        return sum(self._write(_DELETE_CHUNKS_OF_DOCUMENTS, {"ids": ids[start:start + 1000]})
+        return sum(self._write(cypher.DELETE_CHUNKS_OF_DOCUMENTS, {"ids": ids[start:start + 1000]})
                    for start in range(0, len(ids), 1000))
 
     def stats(self) -> dict[str, int]:
         """Node and edge counts: equal for an interrupted+resumed build and a clean one."""
-        return {name: self._read(statement, {})[0]["n"] for name, statement in _COUNTS.items()}
+        return {name: self._read(statement, {})[0]["n"] for name, statement in cypher.COUNTS.items()}
 
     # -- plumbing ------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import FactweaveError
 from ..files import write_json
-from .graph import DOCUMENT, FACT, KEYWORD
+from .cypher import DOCUMENT, FACT, KEYWORD
 
 if TYPE_CHECKING:
     from .web import KnowledgeWeb
