@@ -278,10 +278,10 @@ def test_open_graph_with_uri_uses_that_server(graph_server, tmp_path):
 
 def test_schema_falls_back_to_an_index_when_the_constraint_is_refused(graph, monkeypatch):
     """What Neo4j 4.x or a graph with duplicate ids does: the constraint fails, an index is made."""
-    import agent.web.graph as module
+    import agent.web.cypher as module
 
     refused = "CREATE CONSTRAINT FOR n REQUIRE nonsense"  # a syntax error on any backend
-    monkeypatch.setattr(module, "_SCHEMA", (
+    monkeypatch.setattr(module, "SCHEMA", (
         (refused, "CREATE INDEX factweave_probe_id_index IF NOT EXISTS FOR (n:Probe) ON (n.id)"),
         (refused, "CREATE INDEX factweave_fact_id_index IF NOT EXISTS FOR (n:Fact) ON (n.id)"),
     ))

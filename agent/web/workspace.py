@@ -178,13 +178,19 @@ class Workspace:
 
     # --- adding --------------------------------------------------------------------------------
 
-    def add_files(self, paths: list[Path], progress: Progress = _no_progress) -> dict[str, Any]:
+    def read(self, paths: list[Path]) -> UploadBatch:
+        """``paths`` checked completely and parsed, nothing written (a bad file: one line)."""
+        return read_uploads([Path(p) for p in paths], max_bytes=self.max_upload_bytes)
+
+    def add_files(self, paths: list[Path], progress: Progress = _no_progress, *,
+                  batch: UploadBatch | None = None) -> dict[str, Any]:
         """Check ``paths`` completely, then add them to the web, facts.jsonl and the overlay. A bad
         file raises a one-line :class:`FactweaveError` and changes nothing; a failure while writing
-        keeps the upload, completed by the next change or start."""
+        keeps the upload, completed by the next change or start. ``batch``: what :meth:`read` made
+        of ``paths`` already (the UI reads before it takes its write lock)."""
         progress(0.0, "reading the files")
         paths = [Path(p) for p in paths]
-        batch = read_uploads(paths, max_bytes=self.max_upload_bytes)
+        batch = batch if batch is not None else self.read(paths)
         self.finish_earlier("nothing of this upload was added", progress)
         self._keep_pending(paths)
         try:
