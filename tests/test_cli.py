@@ -60,6 +60,9 @@ def test_ui_beyond_loopback_needs_a_login_and_reads_it_from_a_file_not_argv(tmp_
     login.write_text("me-without-a-colon\n")
     done = run("ui", "--host", "0.0.0.0", "--auth-file", str(login), cache=tmp_path, check=False)
     assert done.returncode == 1 and done.stderr.strip() == f"Error: {login}: expected USER:PASSWORD"
+    login.write_text("ann:pw-1\nbob:pw-2\n")  # one login per line; an admin must be one of them
+    done = run("ui", "--auth-file", str(login), "--admin", "carol", cache=tmp_path, check=False)
+    assert done.returncode == 1 and done.stderr.strip().startswith("Error: --admin carol: no such login")
 
 
 def test_models_lists_presets_with_packages(tmp_path):

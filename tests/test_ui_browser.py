@@ -387,3 +387,43 @@ def test_the_proof_is_drawn_as_a_graph_that_agrees_with_the_trace(browser, ui_ur
     page.locator("#fw-proof-box").scroll_into_view_if_needed()
     page.screenshot(path=str(_shots(tmp_path) / "ui-proof.png"), full_page=True)
     page.close()
+
+
+def test_with_an_admin_named_only_that_login_changes_the_knowledge(browser, ui_runtime, tmp_path):
+    """`factweave ui --auth-file logins --admin ann`: bob signs in and may ask and search, but his
+    controls for changes are off, and a change he sends anyway (the API, a script) is refused
+    and changes nothing; ann adds and removes."""
+    from gradio_client import Client, handle_file
+    from ui_fixtures import free_port
+
+    from ui.app import build_ui, launch
+
+    app = build_ui(ui_runtime, admins=["ann"])
+    url = launch(app, port=free_port(), block=False, quiet=True, max_file_size=64 * 1024,
+                 auth=[("ann", "pw-ann"), ("bob", "pw-bob")])
+    try:
+        lamps = tmp_path / "lamps.tsv"
+        lamps.write_text("Orsk Lamp\tmade by\tTeodor Vash\n")
+        ann, bob = Client(url, auth=("ann", "pw-ann"), verbose=False), Client(url, auth=("bob", "pw-bob"), verbose=False)
+        said = bob.predict([handle_file(str(lamps))], api_name="/upload")[0]
+        assert "Not added: only an admin login may add knowledge" in said and "signed in as bob" in said
+        assert "lamps.tsv" not in {row["source"] for row in ui_runtime.sources()}
+        assert "Added" in ann.predict([handle_file(str(lamps))], api_name="/upload")[0]
+        said = bob.predict("lamps.tsv", api_name="/remove")[0]
+        assert "Not removed: only an admin login may remove knowledge" in said
+        assert "lamps.tsv" in {row["source"] for row in ui_runtime.sources()}
+
+        page = browser.new_page()
+        assert page.request.post(f"{url.rstrip('/')}/login", form={"username": "bob", "password": "pw-bob"}).ok
+        page.goto(url)
+        page.click("button[role=tab]:has-text('Knowledge')")
+        for control in ("#fw-build", "#fw-remove"):
+            expect(page.locator(control)).to_be_disabled(timeout=ANSWER_TIMEOUT_MS)
+        page.fill("#fw-search-query textarea", "Who made Orsk Lamp?")  # reading stays open to him
+        page.click("#fw-search")
+        expect(page.locator("#fw-search-results")).to_contain_text("Teodor Vash", timeout=ANSWER_TIMEOUT_MS)
+
+        assert "Removed lamps.tsv" in ann.predict("lamps.tsv", api_name="/remove")[0]
+        assert "lamps.tsv" not in {row["source"] for row in ui_runtime.sources()}
+    finally:
+        app.close()

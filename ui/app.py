@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from html import escape as gr_escape
 from pathlib import Path
 from typing import Any
@@ -62,12 +62,24 @@ def _status(runtime: UIRuntime) -> str:
     c, _ = runtime.knowledge()
     return (f"**Knowledge** ({c['web']}): {c['documents']:,} documents, {c['facts']:,} facts in the web, "
             f"{c['keywords']:,} keywords; the fact index holds {c['index_facts']:,} facts "
-            f"({c['uploaded_facts']:,} uploaded). Model: `{c['model']}`.")
+            f"({c['uploaded_facts']:,} uploaded). Model: `{c['model']}` on {c.get('engine', 'transformers')}.")
 
 
 def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurrency: int = 2,
-             title: str = "factweave") -> gr.Blocks:
-    """The Blocks app over ``runtime`` (not launched: see :func:`launch`)."""
+             title: str = "factweave", admins: Collection[str] = ()) -> gr.Blocks:
+    """The Blocks app over ``runtime`` (not launched: see :func:`launch`). ``admins``: the logins
+    that may change what every session shares (upload, remove, switch the model); none named:
+    every visitor may. The others ask and search; their buttons for changes are off, and a change
+    they send anyway (the API, a script) is refused."""
+    admins = frozenset(admins)
+
+    def may_change(request: gr.Request | None) -> bool:
+        return not admins or (request is not None and getattr(request, "username", None) in admins)
+
+    def refused(request: gr.Request | None, what: str) -> str:
+        who = getattr(request, "username", None) if request is not None else None
+        return (f"only an admin login may {what} (this session is signed in as {who or 'nobody'}; "
+                f"the admins are named with `factweave ui --admin USER`)")
 
     def ask(question: str, history: list[dict[str, Any]], tree: str, beams: int, k: int, rerank: bool,
             session: dict[str, Any] | None):
@@ -155,10 +167,19 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         names = [row["source"] for row in sources]
         return _status(runtime), sources_html(sources), gr.update(choices=names, value=None)
 
-    def upload(files: list[Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[str, str, str, Any]:
+    def page(request: gr.Request) -> tuple[Any, ...]:
+        """A page load: the knowledge as it is now, and the controls for changes on for admins only."""
+        allowed = gr.update(interactive=may_change(request))
+        return (*knowledge(), allowed, allowed, allowed, allowed)
+
+    def upload(files: list[Any] | None, request: gr.Request,
+               progress: gr.Progress = gr.Progress()) -> tuple[str, str, str, Any]:
         if not files:
             raise gr.Error("choose one or more files first", print_exception=False)
         paths = [Path(getattr(f, "name", f)) for f in files]
+        if not may_change(request):
+            forget_uploads(paths, Path(get_upload_folder()))
+            return f'<p class="fw-error">Not added: {gr_escape(refused(request, "add knowledge"))}</p>', *knowledge()
         try:
             report = runtime.add_files(paths, lambda fraction, message: progress(fraction, desc=message))
         except FactweaveError as exc:
@@ -168,7 +189,10 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         return (f'<p class="fw-ok">Added {gr_escape(report["files"])}: {report["new_facts"]} facts in '
                 f'{report["seconds"]:.1f} s.</p>', *knowledge())
 
-    def remove(source: str | None, progress: gr.Progress = gr.Progress()) -> tuple[str, str, str, Any]:
+    def remove(source: str | None, request: gr.Request,
+               progress: gr.Progress = gr.Progress()) -> tuple[str, str, str, Any]:
+        if not may_change(request):
+            return f'<p class="fw-error">Not removed: {gr_escape(refused(request, "remove knowledge"))}</p>', *knowledge()
         try:
             report = runtime.remove_sources([source] if source else [],
                                             lambda fraction, message: progress(fraction, desc=message))
@@ -185,7 +209,9 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
             raise gr.Error("type something to search for", print_exception=False)
         return search_html(runtime.web.search(query, int(k)).hits)
 
-    def switch_model(name: str, progress: gr.Progress = gr.Progress()) -> str:
+    def switch_model(name: str, request: gr.Request, progress: gr.Progress = gr.Progress()) -> str:
+        if not may_change(request):
+            raise gr.Error(refused(request, "switch the model"), print_exception=False)
         try:
             runtime.switch_model(name, lambda fraction, message: progress(fraction, desc=message))
         except FactweaveError as exc:
@@ -268,7 +294,8 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         search_btn.click(search, [query, search_k], [found], concurrency_id="factweave-search")
         query.submit(search, [query, search_k], [found], concurrency_id="factweave-search")
         model_btn.click(switch_model, [model], [status], concurrency_id=QUEUE, concurrency_limit=concurrency)
-        app.load(knowledge, None, [status, sources, picked], queue=False)  # another session's changes too
+        # Another session's changes too; and which controls this login may use.
+        app.load(page, None, [status, sources, picked, build_btn, remove_btn, model_btn, files], queue=False)
     app.queue(default_concurrency_limit=concurrency, max_size=64)
     return app
 
@@ -279,7 +306,7 @@ def _default_tree(runtime: UIRuntime) -> str:
 
 
 def launch(app: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False,
-           auth: tuple[str, str] | None = None, max_file_size: int = 20 * 1024 * 1024, block: bool = True,
+           auth: tuple[str, str] | list[tuple[str, str]] | None = None, max_file_size: int = 20 * 1024 * 1024, block: bool = True,
            quiet: bool = False, allowed_hosts: Sequence[str] = ()) -> str:
     """Serve ``app`` on ``host:port`` (loopback by default); return its local URL. ``block=False``
     returns at once (tests, notebooks). Requests naming another ``Host`` than loopback, an IP

@@ -220,8 +220,10 @@ class UIRuntime:
         """Check ``paths`` completely, then add them to the web and the KB index
         (:meth:`Workspace.add_files`). A bad file raises a one-line :class:`FactweaveError` and
         changes nothing."""
+        progress(0.0, "reading the files")
+        batch = self.workspace.read(paths)  # before the lock: other changes need not wait for it
         with self._writing("the upload"):
-            return self.workspace.add_files(paths, progress)
+            return self.workspace.add_files(paths, progress, batch=batch)
 
     def sources(self) -> list[dict[str, Any]]:
         """The web's sources with their counts, and whether they were uploaded
@@ -264,6 +266,9 @@ class UIRuntime:
                 self._answers_done.wait_for(lambda: not self._answering.get(_base_key(old)))  # (releases the lock)
                 self._answering.pop(_base_key(old), None)
             old.close()
+            steps = getattr(previous[0], "steps", None)  # the replaced model's engine (llama.cpp's contexts)
+            if steps is not None and steps is not getattr(self.loaded, "steps", None):
+                steps.close()
             progress(1.0, f"{name} loaded")
 
     @contextmanager
@@ -298,7 +303,8 @@ class UIRuntime:
         stats = self.web.stats()
         return {"web": str(self.web.folder), "documents": stats.get("documents", 0), "facts": stats.get("facts", 0),
                 "keywords": stats.get("keywords", 0), "index_facts": len(self.generator.index.facts),
-                "uploaded_facts": len(self.uploaded_facts()), "model": self.model_name}
+                "uploaded_facts": len(self.uploaded_facts()), "model": self.model_name,
+                "engine": getattr(self.loaded, "engine", "transformers")}
 
 
 class _ModelOverlay:
