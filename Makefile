@@ -26,7 +26,14 @@ $(VENV)/.installed-default: $(VENV)/.installed
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed-demo: $(VENV)/.installed-default
+# The llama.cpp engine for the demo (the presets' GGUF files; ~6x the transformers engine's tokens/s
+# on 2 CPU cores, benchmarks/engines.py). PyPI has its source only: pip builds it (cmake and a C++
+# compiler; ~8 minutes on 2 cores). Where it cannot be built, the demo runs on transformers.
+$(VENV)/.installed-llama: $(VENV)/.installed
+	$(PIP) install -q -e '.[llama]' || echo "llama.cpp could not be built here (it needs cmake and a C++ compiler): the demo runs on the transformers engine"
+	touch $@
+
+$(VENV)/.installed-demo: $(VENV)/.installed-default $(VENV)/.installed-llama
 	touch $@
 
 install-demo: $(VENV)/.installed-demo

@@ -26,6 +26,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "eval": ("matplotlib",),
     "langchain": ("langchain",),
     "postgres": ("psycopg", "psycopg_pool"),
+    "llama": ("llama_cpp",),
 }
 
 

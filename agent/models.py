@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.engines import ENGINES, default_engine
 from agent.errors import ModelError
+from agent.extras import require
 from agent.files import replacing, write_text
 
 log = logging.getLogger(__name__)
@@ -107,12 +109,16 @@ PRESETS: dict[str, ModelPreset] = {
 
 @dataclass
 class LoadedModel:
-    """A model in eval mode with a tokenizer ready for left-padded batched generation."""
+    """A model in eval mode with a tokenizer ready for left-padded batched generation.
+    ``steps``: the engine that computes next-token logits for single-sequence decoding
+    (:mod:`agent.engines`; None: the transformers ``model`` itself), named by ``engine``."""
 
     model: Any
     tokenizer: Any
     name: str
     load_seconds: float
+    steps: Any = None
+    engine: str = "transformers"
 
 
 def cache_keyword(model: Any) -> str:
@@ -348,6 +354,14 @@ def _source_gguf(preset: ModelPreset, preset_dir: Path) -> Path:
     return assemble_parts(parts, preset_dir / preset.gguf_name, preset.sha256)
 
 
+def preset_gguf(preset: ModelPreset, cache_dir: Path | None = None) -> Path:
+    """``preset``'s GGUF file, verified: what llama.cpp reads (a preset in parts is assembled
+    once into ``<cache>/models/<preset>/`` and kept there)."""
+    preset_dir = (cache_dir or default_cache_dir()) / "models" / preset.name
+    preset_dir.mkdir(parents=True, exist_ok=True)
+    return _source_gguf(preset, preset_dir)
+
+
 def _manifest_ok(hf_dir: Path, preset: ModelPreset) -> bool:
     try:
         manifest = json.loads((hf_dir / _MANIFEST).read_text())
@@ -537,8 +551,12 @@ def load_model(
     dtype: str | None = None,
     device_map: str | None = None,
     cache_dir: Path | None = None,
+    engine: str = "transformers",
 ) -> LoadedModel:
-    """Load a preset, a local Hugging Face folder, or a Hub model id.
+    """Load a preset, a local Hugging Face folder, or a Hub model id. ``engine``: what computes
+    the logits of single-sequence decoding, ``transformers`` or ``llama.cpp`` (a preset's GGUF
+    file, read as it is; batches and beams stay on transformers), or ``auto``
+    (:func:`agent.engines.default_engine`).
 
     Presets never touch the network: the first load assembles, verifies and converts the
     GGUF into ``<cache>/models/<preset>/hf``; later loads read that folder. ``dtype`` is one
@@ -551,13 +569,38 @@ def load_model(
         load_model("Qwen/Qwen2.5-0.5B-Instruct", device="cuda", dtype="bfloat16")
     """
     start = time.perf_counter()
+    if engine == "auto":
+        on_cpu = device_map is None and (device or "cpu").split(":")[0] == "cpu"
+        engine = default_engine(preset=name_or_path in PRESETS, on_cpu=on_cpu)
+    if engine not in ENGINES:
+        raise ModelError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)} or auto")
+    if engine == "llama.cpp":
+        require("llama", "the llama.cpp engine")  # before minutes of loading
+        if name_or_path not in PRESETS:
+            raise ModelError(f"the llama.cpp engine reads a preset's GGUF file ({', '.join(PRESETS)}); "
+                             f"{name_or_path!r} is not one: use --engine transformers")
     source, local_only = _resolve_source(name_or_path, cache_dir)
     model, tokenizer = _load_hf(
         source, local_only=local_only, device=device, dtype=dtype, device_map=device_map
     )
+    steps = None
+    if engine == "llama.cpp":
+        # lazy: the engine module pulls torch and numpy (the CLI imports this module at start)
+        from agent.engines.llama_cpp import LlamaCppSteps, check_same_tokens
+
+        steps = LlamaCppSteps.open(preset_gguf(PRESETS[name_or_path], cache_dir))
+        check_same_tokens(steps, tokenizer, _TOKEN_SAMPLES)
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
         name=name_or_path,
         load_seconds=time.perf_counter() - start,
+        steps=steps,
+        engine=engine,
     )
+
+
+# Texts whose ids must be the same through a GGUF's vocabulary and the tokenizer's: a fact line,
+# non-ASCII names, digits and the chat template's markers.
+_TOKEN_SAMPLES = ("Fact: <Buck Owens> <place of death> <Bakersfield> .\nAnswer: Bakersfield",
+                  "Zoë Saldaña, Łódź, 東京, 1903-05-12, 3.14", "<|im_start|>user\nWho?<|im_end|>\n")

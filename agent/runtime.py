@@ -50,13 +50,14 @@ def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, 
     elif with_index:
         fact_index = open_index(kb or demo_kamel_root(), loaded.tokenizer, cache_dir, index_path=index,
                                 inverse=inverse, model_name=loaded.name, progress=progress)
-    return FactGenerator(loaded.model, loaded.tokenizer, fact_index, beams=beams, max_new_tokens=max_new_tokens)
+    return FactGenerator(loaded.model, loaded.tokenizer, fact_index, beams=beams, max_new_tokens=max_new_tokens,
+                         steps=loaded.steps)
 
 
 def load_settings_model(settings: Settings) -> LoadedModel:
     """The model ``settings`` name, on their device and dtype."""
     return load_model(settings.model, device=settings.device, dtype=settings.dtype,
-                      device_map=settings.device_map, cache_dir=settings.cache_dir())
+                      device_map=settings.device_map, cache_dir=settings.cache_dir(), engine=settings.engine)
 
 
 def open_web(settings: Settings, *, progress: bool = True, create: bool = False,
@@ -116,6 +117,7 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
     tree = settings.effective_tree()
     if tree != "kb":
         _check_web_exists(settings)  # before minutes of model loading
+    owned = loaded is None
     loaded = loaded or load_settings_model(settings)
     generator = open_generator(settings.model, settings.kb, index=settings.index, inverse=settings.inverse,
                                beams=settings.beams, max_new_tokens=settings.max_tokens,
@@ -140,6 +142,8 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
         generator.close()
         raise
     agent.on_close(generator.close)  # the KB index's PostgreSQL pool or memory map
+    if owned and loaded.steps is not None:
+        agent.on_close(loaded.steps.close)  # the engine's contexts (llama.cpp)
     if web is not None:
         agent.on_close(web.close)
     return agent

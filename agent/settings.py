@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = Field(
         None, description="Weights dtype (FACTWEAVE_DTYPE); default float32 on CPU, the model's own on GPU.")
     device_map: str | None = Field(None, description="transformers device_map, e.g. auto (FACTWEAVE_DEVICE_MAP).")
+    engine: Literal["auto", "transformers", "llama.cpp"] = Field(
+        "auto", description="What computes the logits (FACTWEAVE_ENGINE): transformers, llama.cpp (a preset's "
+                                    "GGUF file; the [llama] extra) or auto (llama.cpp for a preset on the CPU where "
+                                    "installed).")
     beams: int = Field(1, ge=1, le=16, description="Beam search width (FACTWEAVE_BEAMS).")
     max_tokens: int = Field(160, ge=1, le=8192, description="Most tokens generated per attempt (FACTWEAVE_MAX_TOKENS).")
     cache: Path | None = Field(None, description="Converted models and indexes (FACTWEAVE_CACHE); default ~/.cache/factweave.")

@@ -83,6 +83,7 @@ _SKIP_GROUPS = {
     "browser": "install Chromium (as root: apt-get install chromium; else .venv/bin/python -m playwright install "
                "chromium)",
     "postgres": "install PostgreSQL (as root: apt-get install postgresql) or set FACTWEAVE_PG_DSN to a server",
+    "llama": "install the llama.cpp engine: pip install 'factweave[llama]' (builds llama.cpp from source)",
 }
 _skipped: dict[str, list[str]] = {}
 

@@ -80,6 +80,7 @@ def test_a_bare_install_answers_from_the_command_line(tmp_path, cache_dir):
     (("llm", "serve"), "serve"),
     (("mcp",), "mcp"),
     (("eval", "kamel", "--limit", "1"), "eval"),
+    (("ask", "Who?", "--engine", "llama.cpp", "--model", "smollm2-135m"), "llama"),
 ])
 def test_an_interface_without_its_extra_names_the_pip_install(tmp_path, args, extra):
     proc = bare(tmp_path, *args)

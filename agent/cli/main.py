@@ -23,6 +23,7 @@ from .mcp import mcp_command
 from .options import (
     MODEL_HELP,
     config_option,
+    engine_option,
     model_option,
     rerank_option,
     tree_option,
@@ -274,6 +275,7 @@ def _generation_options(f):
     options = [
         config_option,
         model_option,
+        engine_option,
         click.option("--kb", type=click.Path(exists=True, path_type=Path), default=None,
                      help="Knowledge source for the KB fact tree (default: the bundled demo KB)."),
         click.option("--index", "index_path", type=click.Path(exists=True, path_type=Path), default=None,
@@ -312,7 +314,7 @@ def _settings(config, **overrides):
               help="A JSON file with the conversation's earlier turns, oldest first: "
                    '[{"role": "user" | "assistant", "content": ...}, ...] (the last 6 are used).')
 @click.option("--json", "as_json", is_flag=True, help="Print {answer, text, facts, timings, trace} as JSON.")
-def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, device, dtype, web_dir, tree, rerank,
+def ask(question, config, model, engine, kb, index_path, inverse, beams, max_tokens, device, dtype, web_dir, tree, rerank,
         k, max_rounds, base_url, llm_model, free, history_path, as_json) -> None:
     """Answer QUESTION through the agent: knowledge-web retrieval, re-ranking, then generation where
     every `Fact:` line is constrained to a fact that exists (per-question tree, then the whole KB).
@@ -328,7 +330,7 @@ def ask(question, config, model, kb, index_path, inverse, beams, max_tokens, dev
         raise click.UsageError("--free generates without facts; it does not combine with "
                                "--web/--tree/--rerank/--history")
     history = read_history(history_path) if history_path else []
-    settings = _settings(config, model=model, kb=kb, index=index_path, inverse=inverse, beams=beams,
+    settings = _settings(config, model=model, engine=engine, kb=kb, index=index_path, inverse=inverse, beams=beams,
                          max_tokens=max_tokens, device=device, dtype=dtype, web=web_dir, tree=tree,
                          rerank=rerank, k=k, max_rounds=max_rounds, openai_base_url=base_url, llm_model=llm_model)
     t0 = time.perf_counter()

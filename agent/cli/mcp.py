@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @click.command("mcp")
 @agent_options
-def mcp_command(config: Path | None, model: str | None, web_dir: Path | None,
+def mcp_command(config: Path | None, model: str | None, engine: str | None, web_dir: Path | None,
                 tree: str | None, rerank: bool | None) -> None:
     """Serve the agent as Model Context Protocol tools over stdio, for MCP clients to embed:
     `ask` (an answer with the facts behind it) and `search_facts` (the knowledge web's nearest
@@ -41,7 +41,7 @@ def mcp_command(config: Path | None, model: str | None, web_dir: Path | None,
     from ..serve.mcp import build_mcp_server
 
     # Settings errors end here, before serving, as one line; opening the agent happens while serving.
-    settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank)
+    settings = load_settings(config, model=model, engine=engine, web=web_dir, tree=tree, rerank=rerank)
     failed: list[FactweaveError] = []
 
     def open_or_report() -> "FactAgent":

@@ -21,10 +21,15 @@ tree_option = click.option(
          "both (per-question first; the default) or kb-first (the KB, then retrieval when not grounded).")
 rerank_option = click.option("--rerank/--no-rerank", default=None,
                              help="Let the chat model pick the retrieved facts (default: on).")
+engine_option = click.option(
+    "--engine", type=click.Choice(["auto", "transformers", "llama.cpp"]), default=None,
+    help="What computes the model's logits: transformers, llama.cpp (a preset's GGUF file; pip install "
+         "'factweave[llama]') or auto (the default: llama.cpp for a preset on the CPU where installed, else "
+         "transformers).")
 
 
 def agent_options(f):
-    """``--config``, ``--model``, ``--web``, ``--tree`` and ``--rerank``, in that order."""
-    for option in reversed((config_option, model_option, web_option, tree_option, rerank_option)):
+    """``--config``, ``--model``, ``--engine``, ``--web``, ``--tree`` and ``--rerank``, in that order."""
+    for option in reversed((config_option, model_option, engine_option, web_option, tree_option, rerank_option)):
         f = option(f)
     return f

@@ -26,7 +26,7 @@ from .options import agent_options
                    "requests from other pages get HTTP 403.")
 @click.option("--insecure", is_flag=True, help="Listen beyond loopback without FACTWEAVE_API_KEY (anyone who reaches "
               "the port can use the model).")
-def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurrency, max_queue,
+def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_concurrency, max_queue,
                   max_request_bytes, allowed_hosts, cors_origins, insecure) -> None:
     """Serve the agent (model `factweave`) and the plain local model (model id: its name) at
     /v1/chat/completions and /v1/models; any OpenAI client works. Clients must send the bearer
@@ -47,7 +47,7 @@ def serve_command(config, model, web_dir, tree, rerank, host, port, max_concurre
     from ..serve import OriginPolicy, ServerLimits, bind_socket, run
     from ..serve.run import refuse_if_exposed
 
-    settings = load_settings(config, model=model, web=web_dir, tree=tree, rerank=rerank, host=host, port=port,
+    settings = load_settings(config, model=model, engine=engine, web=web_dir, tree=tree, rerank=rerank, host=host, port=port,
                              max_concurrency=max_concurrency, max_queue=max_queue,
                              max_request_bytes=max_request_bytes, allowed_hosts=list(allowed_hosts) or None,
                              cors_origins=list(cors_origins) or None)

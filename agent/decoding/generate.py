@@ -20,8 +20,8 @@ from ..index.base import FactTree
 from ..index.tokens import tokenizer_fingerprint
 from ..models import cache_keyword, encode_padded, stateless_tokenizer
 from ..prompts import FewShotPrompt, render_prompt
-from .greedy import DecodeSession, TransformersSteps
-from .prefix_cache import PrefixCache
+from .greedy import DecodeSession, ModelSteps, TransformersSteps
+from .prefix_cache import PrefixCache, fixed_start
 from .processor import FactConstrainedLogitsProcessor
 from .spans import CompletedFact, FactSpan, decode_tokens, locate_spans
 from .tracker import FactTracker
@@ -205,12 +205,15 @@ class FactGenerator:
     reuse its key/value cache for every single-question, single-beam generation
     (:mod:`.prefix_cache`); off for prompts whose start changes per question. ``vocab``: the
     token pieces of another generator on the same tokenizer (building them reads the whole
-    vocabulary: 1.7 s for qwen2.5-coder's 151k tokens)."""
+    vocabulary: 1.7 s for qwen2.5-coder's 151k tokens). ``steps``: another engine for
+    single-sequence decoding (:mod:`agent.engines`, e.g. llama.cpp; it keeps its own prompt
+    cache); batches and beams stay on ``model``'s ``generate``."""
 
     def __init__(self, model: Any, tokenizer: Any, index: FactTree | None, *, prompt: FewShotPrompt | None = None,
                  beams: int = 1, max_new_tokens: int = 160, prefix_cache: bool = True,
-                 vocab: TokenVocab | None = None) -> None:
-        self.model, self.tokenizer = model, tokenizer
+                 vocab: TokenVocab | None = None, steps: ModelSteps | None = None) -> None:
+        self.model, self.tokenizer, self.steps = model, tokenizer, steps
+        prefix_cache = prefix_cache and steps is None
         self.prompt = prompt or FewShotPrompt.load()
         self.beams, self.max_new_tokens = beams, max_new_tokens
         vocab_size = getattr(model.config, "vocab_size", None) if hasattr(model, "config") else None
@@ -222,6 +225,34 @@ class FactGenerator:
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _fixed_start(self) -> tuple[int, ...]:
+        """The token ids every prompt of this generator starts with (computed once)."""
+        start = getattr(self, "_start_ids", None)
+        if start is None:
+            start = self._start_ids = fixed_start(self._encode, self.render)
+        return start
+
+    def open_session(self, ids: Sequence[int], **options: Any) -> tuple[DecodeSession, int]:
+        """A :class:`~.greedy.DecodeSession` on this generator's engine that has read the prompt
+        ``ids``, its cached start reused (transformers: a copy of the prefix cache's entries;
+        another engine: its own cache); ``options`` go to the session. Returns it and how many
+        prompt tokens came from the prefix cache."""
+        ids = list(ids)
+        if self.steps is not None:
+            session = DecodeSession(self.steps, self.vocab, self.vocab.eos_ids, **options)
+            start = self._fixed_start()
+            if start and len(ids) > len(start) and tuple(ids[:len(start)]) == start and hasattr(self.steps, "pending"):
+                # The fixed start as a segment of its own, read with the rest: the engine reuses it.
+                session.state = self.steps.pending(start, None)
+                session.feed(ids[len(start):])
+                return session, min(getattr(self.steps, "kept", 0), len(start))
+            session.feed(ids)
+            return session, 0
+        cache, cached = self.prefix_cache.lookup(ids) if self.prefix_cache is not None else (None, 0)
+        session = DecodeSession(TransformersSteps(self.model), self.vocab, self.vocab.eos_ids, state=cache, **options)
+        session.feed(ids[cached if cache is not None else 0:])
+        return session, cached if cache is not None else 0
 
     @property
     def index(self) -> Any | None:
@@ -285,6 +316,12 @@ class FactGenerator:
         of batch positions the caller may add to during generation (e.g. from ``on_fact``): those
         questions' rows end after the current token, the others go on.
         """
+        if (self.steps is not None and len(questions) > 1 and (beams or self.beams) == 1 and stop_items is None):
+            # Another engine decodes one sequence at a time: the questions in turn, each on it.
+            prefixes = [reply_prefix] * len(questions) if isinstance(reply_prefix, str) else list(reply_prefix)
+            return [self.answer_batch([q], constrained=constrained, beams=1, max_new_tokens=max_new_tokens,
+                                      index=index, on_fact=on_fact, reply_prefix=prefix, cancel=cancel)[0]
+                    for q, prefix in zip(questions, prefixes, strict=True)]
         run = self._prepare(questions, constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel,
                             stop_items)
         if len(run.questions) == 1 and run.kwargs["num_beams"] == 1:
@@ -383,12 +420,16 @@ class FactGenerator:
 
         ids = run.inputs["input_ids"][0].tolist()
         cache = run.kwargs.get(self._cache_kw)
-        session = DecodeSession(TransformersSteps(self.model), self.vocab, self.vocab.eos_ids, state=cache,
-                                tracker=run.tracker, prompt_text=run.prompts[0], on_fact=on_fact, cancel=cancel,
-                                stop=stop_items)
+        options = {"tracker": run.tracker, "prompt_text": run.prompts[0], "on_fact": on_fact, "cancel": cancel,
+                   "stop": stop_items}
+        if self.steps is not None:
+            session, run.cached_tokens = self.open_session(ids, **options)
+        else:  # (the prefix cache was looked up by _prepare, for generate's sake too)
+            session = DecodeSession(TransformersSteps(self.model), self.vocab, self.vocab.eos_ids, state=cache,
+                                    **options)
+            session.feed(ids[run.cached_tokens if cache is not None else 0:])
         tokens = session.out
         shown = ""
-        session.feed(ids[run.cached_tokens if cache is not None else 0:])
         run.clock.at = time.perf_counter()
         events = session.generate(run.kwargs["max_new_tokens"], answer_done)
         try:

@@ -35,6 +35,15 @@ from ..models import cache_keyword
 _PROBES = ("Question: Where was Ada born?", "Facts:\n[1] 1 + 1 = 2\nQuestion: 1 + 1 = ?")
 
 
+def fixed_start(encode: Callable[[str], list[int]], render: Callable[[str], str]) -> tuple[int, ...]:
+    """The token ids every prompt ``render`` makes starts with (empty when they share none)."""
+    first, second = (encode(render(q)) for q in _PROBES)
+    n = 0
+    while n < min(len(first), len(second)) and first[n] == second[n]:
+        n += 1
+    return tuple(first[:n])
+
+
 class PrefixCache:
     """The cache of the tokens every prompt ``render`` makes starts with.
 
@@ -74,10 +83,8 @@ class PrefixCache:
         with self._lock:
             if self._ids is not None or self._failed:
                 return
-            first, second = (self._encode(self.render(q)) for q in _PROBES)
-            n = 0
-            while n < min(len(first), len(second)) and first[n] == second[n]:
-                n += 1
+            first = self._encode(self.render(_PROBES[0]))
+            n = len(fixed_start(self._encode, self.render))
             if n == 0:
                 self._ids = ()
                 return

@@ -75,7 +75,7 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
                              "use it with `factweave eval kamel`")
     kb = knowledge.kb if knowledge is not None else None
     generator = FactGenerator(loaded.model, loaded.tokenizer, kb, beams=settings.beams,
-                              max_new_tokens=settings.max_tokens)
+                              max_new_tokens=settings.max_tokens, steps=loaded.steps)
     set_generator = None
     if {"rcd", "rcd-static", "vd"} & set(names):
         # lazy: pulls torch (the CLI imports this module at start)

@@ -302,6 +302,8 @@ class LocalChat:
 
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
         prompt = self.render(messages)
+        if self.loaded.steps is not None:
+            return self._complete_on_engine(prompt, max_tokens, temperature, stop, cancel)
         sampling: dict[str, Any] = (
             {"do_sample": True, "temperature": float(temperature)}
             if temperature > 0
@@ -331,6 +333,50 @@ class LocalChat:
         ended = len(new) >= max_tokens and not (cancel is not None and cancel.is_set())
         return LocalReply(_cut_at_stop(text, stop) if stop else text, int(prompt_len), len(new),
                           "length" if ended else "stop", bool(cancel is not None and cancel.is_set()))
+
+
+    def _complete_on_engine(self, prompt: str, max_tokens: int, temperature: float, stop: list[str] | None,
+                            cancel: threading.Event | None) -> LocalReply:
+        """:meth:`complete_counted` on the loaded model's engine (e.g. llama.cpp): one token at a
+        time from its logits, greedy or sampled at ``temperature``, until an end token, a stop
+        string, ``max_tokens`` or ``cancel``."""
+        import torch
+
+        tokenizer, steps = self.loaded.tokenizer, self.loaded.steps
+        ends = _end_tokens(self.loaded)
+        try:
+            ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            logits, state = steps.feed(ids, ())
+            out: list[int] = []
+            finish = "length"
+            while len(out) < max_tokens and not (cancel is not None and cancel.is_set()):
+                if temperature > 0:
+                    probs = torch.softmax(logits.float() / float(temperature), dim=-1)
+                    token = int(torch.multinomial(probs, 1))
+                else:
+                    token = int(torch.argmax(logits))
+                if token in ends:
+                    finish = "stop"
+                    break
+                out.append(token)
+                if stop and any(s in tokenizer.decode(out, skip_special_tokens=True) for s in stop):
+                    finish = "stop"
+                    break
+                logits, state = steps.feed([token], state)
+            text = tokenizer.decode(out, skip_special_tokens=True)
+        except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+            raise ChatError(f"local model {self.name!r}: {_one_line(str(exc))}") from exc
+        cancelled = bool(cancel is not None and cancel.is_set())
+        return LocalReply(_cut_at_stop(text, stop) if stop else text, len(ids), len(out),
+                          "stop" if finish == "stop" or cancelled else "length", cancelled)
+
+
+def _end_tokens(loaded: LoadedModel) -> frozenset[int]:
+    """The token ids that end a reply: the tokenizer's and the model's generation config's."""
+    ends = {loaded.tokenizer.eos_token_id}
+    configured = getattr(getattr(loaded.model, "generation_config", None), "eos_token_id", None)
+    ends.update(configured if isinstance(configured, (list, tuple)) else [configured])
+    return frozenset(int(t) for t in ends if t is not None)
 
 
 # --- choosing one from the environment ----------------------------------------------------

@@ -39,7 +39,7 @@ class ListedFactsReader:
                                        prompt=FewShotPrompt.load(LISTED_FACTS_PROMPT), beams=generator.beams,
                                        max_new_tokens=max_new_tokens or generator.max_new_tokens,
                                        prefix_cache=False,  # the listed facts open its prompt
-                                       vocab=generator.vocab)
+                                       vocab=generator.vocab, steps=generator.steps)
         self.facts_template = Template(read_prompt(f"{LISTED_FACTS_PROMPT}/facts.txt"))
 
     def conversation(self, question: str | Sequence[Mapping[str, str]], facts: Sequence[str]) -> list[dict[str, str]]:

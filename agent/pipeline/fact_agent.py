@@ -181,8 +181,10 @@ class FactAgent:
 
     @property
     def _loaded(self) -> Any:
-        return self._part("loaded", lambda: LoadedModel(self.generator.model, self.generator.tokenizer,
-                                                        getattr(self.generator.model, "name_or_path", "local"), 0.0))
+        return self._part("loaded", lambda: LoadedModel(
+            self.generator.model, self.generator.tokenizer, getattr(self.generator.model, "name_or_path", "local"),
+            0.0, steps=self.generator.steps,
+            engine=getattr(self.generator.steps, "engine", "transformers") if self.generator.steps else "transformers"))
 
     @property
     def reader(self) -> ReplyWriter:
@@ -190,7 +192,7 @@ class FactAgent:
         def build() -> ReplyWriter:
             g = self.generator
             return ReplyWriter(FactGenerator(g.model, g.tokenizer, None, prompt=FewShotPrompt.load(READ_PROMPT),
-                                             max_new_tokens=g.max_new_tokens, vocab=g.vocab))
+                                             max_new_tokens=g.max_new_tokens, vocab=g.vocab, steps=g.steps))
 
         return self._part("reader", build)
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..decoding import FactGenerator
-from ..decoding.greedy import DecodeSession, TransformersSteps
+from ..decoding.greedy import DecodeSession
 from ..decoding.spans import FactSpan, decode_tokens
 from ..decoding.tracker import FactTracker, TraceState
 from ..knowledge.normalize import normalize_answer
@@ -135,7 +135,7 @@ class OptionsStep:
                  hop_k: int = 5, max_tree_facts: int = 60) -> None:
         self.generator = FactGenerator(generator.model, generator.tokenizer, None,
                                        prompt=FewShotPrompt.load(OPTIONS_PROMPT), max_new_tokens=LINE_TOKENS,
-                                       vocab=generator.vocab)
+                                       vocab=generator.vocab, steps=generator.steps)
         self.web, self.similar, self.matcher = web, similar, matcher
         self.hop_k, self.max_tree_facts = hop_k, max_tree_facts
 
@@ -148,19 +148,14 @@ class OptionsStep:
         """The reply for ``question`` over ``hits`` and the step of ``plan``; ``on_text`` gets
         the reply's text as it grows (for streaming)."""
         tokenizer = self.generator.tokenizer
-        vocab = self.generator.vocab
         unique: dict[str, FactHit] = {}
         for h in hits:
             unique.setdefault(h.text, h)
         known = dict(unique)  # every fact met: the listed ones, then the hops' (text -> hit)
         prompt = self.generator.render([{"role": "user", "content": listed_question(question, list(unique))}])
         ids = self._encode(prompt)
-        cache, cached = (self.generator.prefix_cache.lookup(ids) if self.generator.prefix_cache is not None
-                         else (None, 0))
         started = time.perf_counter()
-        session = DecodeSession(TransformersSteps(self.generator.model), vocab, vocab.eos_ids, state=cache,
-                                cancel=stop)
-        session.feed(ids[cached if cache is not None else 0:])
+        session, cached = self.generator.open_session(ids, cancel=stop)
         prefill = time.perf_counter() - started
         shown = [0]
         stated: list[str] = []
@@ -226,7 +221,7 @@ class OptionsStep:
         spans = _spans(text, stated, known)
         answer, grounded, how, used = compute_step(plan, readings, stated, self.similar)
         return OptionsResult(text, spans, readings, answer, grounded, how, used, len(session.out), len(ids),
-                             cached if cache is not None else 0, round(prefill, 4), [], hops, known)
+                             cached, round(prefill, 4), [], hops, known)
 
     def _state(self, session: DecodeSession, texts: Sequence[str], stated: list[str], known: dict[str, Any],
                tokenizer: Any, show: Callable[[], None]) -> str | None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..decoding.generate import _ANSWER as ANSWER_LINE, parse_answer
-from ..decoding.greedy import DecodeSession, TransformersSteps
+from ..decoding.greedy import DecodeSession
 from ..decoding.spans import CompletedFact, FactSpan, decode_tokens, locate_spans
 from ..decoding.tracker import FactTracker
 from ..index.base import FactTree
@@ -93,18 +93,13 @@ class ReplyWriter:
         ``question``'s chain ends the writing)."""
         text = self.generator.render(prompt)
         ids = self._encode(text)
-        cache, cached = (self.generator.prefix_cache.lookup(ids) if self.generator.prefix_cache is not None
-                         else (None, 0))
         guard = ChainGuard(question, on_fact) if guarded else None
         callback = guard.on_fact if guard is not None else on_fact
-        session = DecodeSession(TransformersSteps(self.generator.model), self.generator.vocab,
-                                self.generator.vocab.eos_ids, state=cache,
-                                tracker=FactTracker(index, self.generator.vocab), prompt_text=text,
-                                on_fact=callback, cancel=cancel, stop=guard.cut if guard is not None else None)
         started = time.perf_counter()
-        session.feed(ids[cached if cache is not None else 0:])
-        return Reply(session, index, len(ids), cached if cache is not None else 0,
-                     round(time.perf_counter() - started, 4), guard)
+        session, cached = self.generator.open_session(
+            ids, tracker=FactTracker(index, self.generator.vocab), prompt_text=text, on_fact=callback, cancel=cancel,
+            stop=guard.cut if guard is not None else None)
+        return Reply(session, index, len(ids), cached, round(time.perf_counter() - started, 4), guard)
 
     def write(self, reply: Reply, budget: int, *, on_text: Callable[[str], None] | None = None,
               on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart:

@@ -1,0 +1,147 @@
+"""The llama.cpp engine under the same decoding rule as transformers, on SmolLM2's GGUF file and
+the demo KB's tree: its logits agree with transformers' (the same weights), every `Fact:` line is
+a stored fact with its span, a per-question tree grows mid-generation, Stop ends generation, no
+fact repeats, candidates are scored and replies rewound, and the local chat client runs on it."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from agent.decoding import FactGenerator
+from agent.decoding.greedy import DecodeSession, TransformersSteps
+from agent.decoding.spans import decode_tokens
+from agent.decoding.tracker import FactTracker
+from agent.engines import installed
+from agent.index import FactIndex, GrowingFactIndex
+from agent.knowledge.facts import Fact
+
+pytestmark = [pytest.mark.model, pytest.mark.llama]
+QUESTIONS = ["Where did Buck Owens die?", "What is the original language of Kalakalappu 2?",
+             "What instrument did Buck Owens play?"]
+
+
+@pytest.fixture(scope="module")
+def engine(smollm, cache_dir):
+    if not installed("llama.cpp"):
+        pytest.skip("the llama.cpp engine is not installed")
+    from agent.models import load_model
+
+    loaded = load_model("smollm2-135m", cache_dir=cache_dir, engine="llama.cpp")
+    yield loaded
+    loaded.steps.close()
+
+
+@pytest.fixture(scope="module")
+def llama_generator(engine, demo_index):
+    return FactGenerator(engine.model, engine.tokenizer, demo_index, max_new_tokens=64, steps=engine.steps)
+
+
+def test_the_engine_reads_the_same_weights_as_transformers(engine, demo_generator):
+    """Same GGUF, two engines: the next-token logits agree (llama.cpp multiplies quantized
+    weights by 8-bit activations; transformers the same weights dequantized, in float32)."""
+    for question in QUESTIONS:
+        ids = demo_generator._encode(demo_generator.render(question))
+        ours, _ = engine.steps.feed(ids, ())
+        theirs, _ = TransformersSteps(engine.model).feed(ids, None)
+        assert int(torch.argmax(ours)) == int(torch.argmax(theirs))
+        assert float(torch.nn.functional.cosine_similarity(ours, theirs, dim=0)) > 0.99
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_every_fact_line_is_a_stored_fact_with_its_span(llama_generator, demo_index, question):
+    answer = llama_generator.answer(question)
+    stored = {f.text for f in demo_index.facts}
+    assert answer.facts, answer.text
+    for span in answer.facts:
+        assert span.text in stored and answer.text[span.start:span.end] == span.text
+        assert answer.text[:span.start].endswith("Fact: ")
+    assert len({s.id for s in answer.facts}) == len(answer.facts)  # no fact repeats
+    streamed = list(llama_generator.stream(question))
+    assert streamed[-1].answer.text == answer.text  # the stream writes the same
+    assert "".join(e.text for e in streamed if e.kind == "token") == answer.text
+
+
+def test_a_per_question_tree_grows_mid_generation(engine):
+    """The tree holds the first hop only; the callback adds the second when the first is said, and
+    the model states it in the same generation (as on transformers: test_growing_index)."""
+    from test_growing_index import BORN, HOP, OSAKA, two_hop_generator
+
+    gen = FactGenerator(engine.model, engine.tokenizer, None, prompt=two_hop_generator(engine).prompt,
+                        max_new_tokens=48, steps=engine.steps)
+    tree = GrowingFactIndex(FactIndex.build([BORN, OSAKA, Fact("Laurie Graff", "occupation", "writer", "kb:3")],
+                                            engine.tokenizer), engine.tokenizer)
+    said: list[str] = []
+
+    def on_fact(done):
+        said.append(done.text)
+        if done.text == BORN.text:
+            tree.grow([HOP])
+
+    answer = gen.answer("In which country was Laurie Graff born?", index=tree, on_fact=on_fact)
+    assert said == [BORN.text, HOP.text], answer.text
+    assert [s.text for s in answer.facts] == [BORN.text, HOP.text]
+    assert answer.answer == "United States of America"
+
+
+def test_stop_ends_generation_after_the_current_token(llama_generator):
+    stop = threading.Event()
+    answer = llama_generator.answer(QUESTIONS[0], on_fact=lambda done: stop.set(), cancel=stop)
+    assert len(answer.facts) == 1
+    assert answer.text.endswith(answer.facts[0].text) or answer.text.endswith(answer.facts[0].text + "\n")
+
+
+def test_choose_and_rewind_work_on_the_engine(engine, demo_index, demo_generator):
+    prompt = demo_generator.render("What is the capital of France?")
+    session = DecodeSession(engine.steps, demo_generator.vocab, demo_generator.vocab.eos_ids)
+    session.feed(demo_generator._encode(prompt))
+    session.feed(demo_generator._encode("Answer:"), reply=True)
+    before = (len(session.out), engine.steps.length(session.state), session.logits.clone())
+    pick, scores = session.choose([demo_generator._encode(" Paris"), demo_generator._encode(" Zanzibar Quokka")])
+    assert pick == 0 and scores[0] > scores[1]
+    assert (len(session.out), engine.steps.length(session.state)) == before[:2]
+    assert torch.equal(session.logits, before[2])
+
+    prompt = demo_generator.render(QUESTIONS[2])
+
+    def fresh():
+        s = DecodeSession(engine.steps, demo_generator.vocab, demo_generator.vocab.eos_ids,
+                          tracker=FactTracker(demo_index, demo_generator.vocab), prompt_text=prompt)
+        s.feed(demo_generator._encode(prompt))
+        return s
+
+    rewound = fresh()
+    list(rewound.generate(40))
+    keep = rewound.trace.spans[0][2] + 1
+    rewound.rewind(keep)
+    rewound.feed(demo_generator._encode("Answer:"), reply=True)
+    list(rewound.generate(16, line_done=True))
+    other = fresh()
+    list(other.generate(keep))
+    other.feed(demo_generator._encode("Answer:"), reply=True)
+    list(other.generate(16, line_done=True))
+    assert decode_tokens(engine.tokenizer, rewound.out) == decode_tokens(engine.tokenizer, other.out)
+
+
+def test_the_local_chat_client_runs_on_the_engine(engine, smollm):
+    from agent.llm.client import LocalChat
+
+    messages = [{"role": "user", "content": "Name three colours, one per line."}]
+    ours = LocalChat(engine).complete_counted(messages, max_tokens=24, stop=["\n\n"])
+    theirs = LocalChat(smollm).complete_counted(messages, max_tokens=24, stop=["\n\n"])
+    assert ours.text.strip() and ours.completion_tokens <= 24 and "\n\n" not in ours.text
+    assert ours.text.split()[:2] == theirs.text.split()[:2]  # the same weights: the same start
+
+
+def test_the_golden_questions_hold_on_the_engine(llama_generator):
+    """The golden set of this engine, answered through the agent with llama.cpp computing the logits.
+    Its own list: llama.cpp multiplies the quantized weights by 8-bit activations, transformers
+    the same weights dequantized in float32, and a 135M model's greedy choices differ on a few
+    questions. Asked the same first 52 dev questions, both engines answer 24 right, 3 not the
+    same ones each way (measured in the note of issue 31); each list guards its engine."""
+    from conftest import DATA
+    from test_golden import golden_lost
+
+    wrong = golden_lost(llama_generator, DATA / "golden_questions_llama.txt")
+    assert not wrong, f"{len(wrong)} golden questions lost on llama.cpp:\n" + "\n".join(wrong)
