@@ -612,13 +612,7 @@ def test_a_removed_upload_can_no_longer_be_stated_and_a_changed_one_replaces_its
 
     # Cut short after the web's part (a failure, a kill): the next start completes the removal.
     space = ui_runtime.workspace
-    original = space._store_uploaded
-
-    def fail_once(*args, **kwargs):
-        space._store_uploaded = original
-        raise OSError(28, "No space left on device")
-
-    space._store_uploaded = fail_once
+    _fail_once(space, "_store_uploaded")
     with pytest.raises(FactweaveError, match=r"the removal stopped \(.*No space left"):
         ui_runtime.remove_sources(["bells.tsv"])
     space.__dict__.pop("_store_uploaded", None)
@@ -650,13 +644,7 @@ def test_what_the_ui_uploads_every_agent_on_the_web_states_until_it_is_removed(u
     assert fact in stated()
 
     space = ui_runtime.workspace
-    original = space._store_uploaded
-
-    def fail_once(*args, **kwargs):
-        space._store_uploaded = original
-        raise OSError(28, "No space left on device")
-
-    space._store_uploaded = fail_once
+    _fail_once(space, "_store_uploaded")
     with pytest.raises(FactweaveError, match=r"the removal stopped"):
         ui_runtime.remove_sources([lantern.name])
     space.__dict__.pop("_store_uploaded", None)
