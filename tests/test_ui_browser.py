@@ -398,20 +398,21 @@ def test_with_an_admin_named_only_that_login_changes_the_knowledge(browser, ui_r
 
     from ui.app import build_ui, launch
 
+    lamps, bells = tmp_path / "lamps.tsv", tmp_path / "bells.tsv"
+    lamps.write_text("Orsk Lamp\tmade by\tTeodor Vash\n")
+    bells.write_text("Orsk Bell\tcast by\tIda Holm\n")
+    ui_runtime.add_files([lamps])  # before the app is built: a source its Remove list offers
     app = build_ui(ui_runtime, admins=["ann"])
     url = launch(app, port=free_port(), block=False, quiet=True, max_file_size=64 * 1024,
                  auth=[("ann", "pw-ann"), ("bob", "pw-bob")])
     try:
-        lamps = tmp_path / "lamps.tsv"
-        lamps.write_text("Orsk Lamp\tmade by\tTeodor Vash\n")
         ann, bob = Client(url, auth=("ann", "pw-ann"), verbose=False), Client(url, auth=("bob", "pw-bob"), verbose=False)
-        said = bob.predict([handle_file(str(lamps))], api_name="/upload")[0]
+        said = bob.predict([handle_file(str(bells))], api_name="/upload")[0]
         assert "Not added: only an admin login may add knowledge" in said and "signed in as bob" in said
-        assert "lamps.tsv" not in {row["source"] for row in ui_runtime.sources()}
-        assert "Added" in ann.predict([handle_file(str(lamps))], api_name="/upload")[0]
         said = bob.predict("lamps.tsv", api_name="/remove")[0]
         assert "Not removed: only an admin login may remove knowledge" in said
-        assert "lamps.tsv" in {row["source"] for row in ui_runtime.sources()}
+        sources = {row["source"] for row in ui_runtime.sources()}
+        assert "lamps.tsv" in sources and "bells.tsv" not in sources
 
         page = browser.new_page()
         assert page.request.post(f"{url.rstrip('/')}/login", form={"username": "bob", "password": "pw-bob"}).ok
@@ -424,6 +425,10 @@ def test_with_an_admin_named_only_that_login_changes_the_knowledge(browser, ui_r
         expect(page.locator("#fw-search-results")).to_contain_text("Teodor Vash", timeout=ANSWER_TIMEOUT_MS)
 
         assert "Removed lamps.tsv" in ann.predict("lamps.tsv", api_name="/remove")[0]
-        assert "lamps.tsv" not in {row["source"] for row in ui_runtime.sources()}
+        assert "Added" in ann.predict([handle_file(str(bells))], api_name="/upload")[0]
+        sources = {row["source"] for row in ui_runtime.sources()}
+        assert "lamps.tsv" not in sources and "bells.tsv" in sources
     finally:
         app.close()
+        if "bells.tsv" in {row["source"] for row in ui_runtime.sources()}:
+            ui_runtime.remove_sources(["bells.tsv"])

@@ -42,7 +42,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from ..errors import FactweaveError
@@ -285,6 +285,9 @@ class Workspace:
             raise FactweaveError("choose a source to remove")
         self.finish_earlier("nothing was removed")
         listed = [row["source"] for row in self.sources()]
+        # A file given by its path names the file (the web stores sources under the file's name).
+        names = list(dict.fromkeys(name if name in listed or PurePath(name).name not in listed
+                                   else PurePath(name).name for name in names))
         unknown = [name for name in names if name not in listed]
         if unknown:
             shown = ", ".join(listed[:8]) + (" ..." if len(listed) > 8 else "")
