@@ -170,12 +170,13 @@ class LlamaCppSteps:
         """The context to read ``read`` in, locked, and how many tokens it keeps: the free one
         holding the most of it, else (all busy) the one holding the most, once it is free."""
         with self._choosing:
-            ranked = sorted(self._contexts, key=lambda c: c.reusable(read, first), reverse=True)
-            for context in ranked:
-                if context.lock.acquire(blocking=False):
-                    return context, context.reusable(read, first)
-        ranked[0].lock.acquire()
-        return ranked[0], ranked[0].reusable(read, first)
+            ranked = sorted(((c.reusable(read, first), i) for i, c in enumerate(self._contexts)), reverse=True)
+            for keep, i in ranked:
+                if self._contexts[i].lock.acquire(blocking=False):
+                    return self._contexts[i], keep
+        context = self._contexts[ranked[0][1]]
+        context.lock.acquire()
+        return context, context.reusable(read, first)  # (what it holds may have changed meanwhile)
 
     def _read(self, read: Read, first: int, *, all_rows: bool) -> np.ndarray:
         """Make a context hold ``read``; the logits after token ``first`` (``all_rows``: after
