@@ -88,8 +88,9 @@ def test_a_per_question_tree_grows_mid_generation(engine):
 def test_stop_ends_generation_after_the_current_token(llama_generator):
     stop = threading.Event()
     answer = llama_generator.answer(QUESTIONS[0], on_fact=lambda done: stop.set(), cancel=stop)
-    assert len(answer.facts) == 1
+    assert len(answer.facts) == 1 and "Answer:" not in answer.text  # ended at the fact, before the answer line
     assert answer.text.endswith(answer.facts[0].text) or answer.text.endswith(answer.facts[0].text + "\n")
+    assert "Answer:" in llama_generator.answer(QUESTIONS[0]).text  # (without Stop it goes on to answer)
 
 
 def test_choose_and_rewind_work_on_the_engine(engine, demo_index, demo_generator):
