@@ -1,6 +1,7 @@
 """ReFactX generation on the real SmolLM2 model over the bundled demo KB."""
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -80,16 +81,17 @@ def test_parallel_generations_do_not_interfere(demo_generator, questions):
 
 def test_batched_prompts_and_per_question_trees_share_the_tokenizer_safely(smollm, questions):
     """Concurrent answers: one thread reads a batch of prompts (padded, as ``answer_batch`` does
-    before generating) while another builds a per-question tree with the same tokenizer. Before
-    the tokenizer's padding was made stateless the tree build switched padding off under the
-    batch ("Unable to create tensor ... activate padding", or "Already borrowed") within seconds;
-    now every batch is read whole for 15 s. (Reading prompts, not generating: generation takes
-    the GIL for long stretches and hides the race.)"""
+    before generating) while another builds small per-question trees in a tight loop with the same
+    tokenizer, thread switches made as frequent as Python allows. Before the tokenizer's padding was
+    made stateless a tree build switched padding off under the batch ("Unable to create tensor ...
+    activate padding") in under a second, three runs of three on the code before d46145a; now every
+    batch is read whole for 15 s. (Reading prompts, not generating: generation takes the GIL for
+    long stretches and hides the race.)"""
     from agent.decoding import FactGenerator
     from agent.index import FactIndex
 
-    facts = list(load_facts(demo_kamel_root()))[:2000]
-    generator = FactGenerator(smollm.model, smollm.tokenizer, FactIndex.build(facts[:50], smollm.tokenizer),
+    facts = list(load_facts(demo_kamel_root()))[:50]
+    generator = FactGenerator(smollm.model, smollm.tokenizer, FactIndex.build(facts, smollm.tokenizer),
                               max_new_tokens=1, prefix_cache=False)
     prompts = [questions[0], questions[1] + " And where?"]
     errors: list[str] = []
@@ -98,10 +100,12 @@ def test_batched_prompts_and_per_question_trees_share_the_tokenizer_safely(smoll
     def build() -> None:
         try:
             while not done.is_set():
-                FactIndex.build(facts, smollm.tokenizer)
+                FactIndex.build(facts[:8], smollm.tokenizer)  # a per-question tree's size
         except Exception as exc:  # noqa: BLE001 - the failure under test
             errors.append(repr(exc))
 
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
     builder = threading.Thread(target=build)
     builder.start()
     batches = 0
@@ -118,6 +122,7 @@ def test_batched_prompts_and_per_question_trees_share_the_tokenizer_safely(smoll
     finally:
         done.set()
         builder.join()
+        sys.setswitchinterval(switch)
     assert not errors, errors[:2]
     assert batches > 0
 
