@@ -109,6 +109,20 @@ def test_facts_for_keywords_degree(graph):
     assert graph.facts_for_keywords(["unknown"]) == []
 
 
+def test_expand_keywords_gives_only_keywords_within_the_cap(graph):
+    """A keyword linked to more facts than the cap (a hub: "film", "born") is left out whole; one at
+    the cap keeps every fact; an unknown one is absent."""
+    triples = [{"id": f"t{i}", "subject": f"S{i}", "predicate": "genre", "object": "film"} for i in range(12)]
+    links = [{"fact_id": f"t{i}", "keyword_id": "film", "name": "film"} for i in range(12)]
+    links += [{"fact_id": f"t{i}", "keyword_id": "drama", "name": "drama"} for i in range(3)]
+    graph.write_triples(triples, links, source="kamel")
+    assert graph.expand_keywords(["film", "drama", "unknown", "drama"], cap=3) == {"drama": ["t0", "t1", "t2"]}
+    assert graph.expand_keywords(["film", "drama"], cap=12) == {
+        "film": sorted(f"t{i}" for i in range(12)), "drama": ["t0", "t1", "t2"]}
+    assert graph.expand_keywords(["film"], cap=11) == {}
+    assert graph.expand_keywords(["film"], cap=0) == {}
+
+
 def test_facts_by_ids_and_keywords_of_facts(graph):
     write_sample(graph)
     assert [f["id"] for f in graph.facts_by_ids(["f-berlin", "nope", "f-paris"])] == ["f-berlin", "f-paris"]

@@ -85,12 +85,19 @@ ORDER BY size(matched) DESC, f.id
 FACTS_FOR_KEYWORDS_LIMIT = FACTS_FOR_KEYWORDS + "LIMIT $limit"
 
 # A keyword's facts, only for keywords linked to at most $cap facts (the graph search's bound).
-# One MATCH and a filter on the collected list: ten times faster on ArcadeDB than counting first
-# and matching again.
+# Each keyword reads at most $probe = $cap + 1 of its links (a LIMIT inside a CALL subquery), so
+# a hub keyword linked to most of a large web is never scanned whole: on ArcadeDB, a keyword of
+# 60,000 facts took 0.21-0.55 s when every link was collected before the size filter, 0.007-0.04 s
+# read this way. (The importing `WITH` form is the one Neo4j 4.x, 5.x and ArcadeDB all accept.)
 EXPAND_KEYWORDS = f"""
-MATCH (k:{KEYWORD})<-[:{MENTIONS}]-(f:{FACT})
-WHERE k.id IN $ids
-WITH k, collect(f.id) AS facts
+UNWIND $ids AS id
+MATCH (k:{KEYWORD} {{id: id}})
+CALL {{
+  WITH k
+  MATCH (k)<-[:{MENTIONS}]-(f:{FACT})
+  RETURN f.id AS fact LIMIT $probe
+}}
+WITH k, collect(fact) AS facts
 WHERE size(facts) <= $cap
 RETURN k.id AS keyword, facts
 """

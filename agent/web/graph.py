@@ -307,10 +307,12 @@ class GraphStore:
 
     def expand_keywords(self, keyword_ids: Sequence[str], cap: int) -> dict[str, list[str]]:
         """Every fact of each keyword linked to at most ``cap`` facts (sorted ids); a keyword
-        linked to more, or unknown, is left out. One query, bounded by ``cap`` per keyword."""
+        linked to more, or unknown, is left out. One query that reads at most ``cap + 1`` links of
+        each keyword, however many it has."""
         if not keyword_ids or cap < 1:
             return {}
-        rows = self._read(cypher.EXPAND_KEYWORDS, {"ids": list(dict.fromkeys(keyword_ids)), "cap": int(cap)})
+        rows = self._read(cypher.EXPAND_KEYWORDS, {"ids": list(dict.fromkeys(keyword_ids)), "cap": int(cap),
+                                                   "probe": int(cap) + 1})
         return {row["keyword"]: sorted(row["facts"]) for row in rows}
 
     def facts_by_ids(self, ids: Sequence[str]) -> list[dict[str, Any]]:
