@@ -125,6 +125,30 @@ def test_choose_and_rewind_work_on_the_engine(engine, demo_index, demo_generator
     assert decode_tokens(engine.tokenizer, rewound.out) == decode_tokens(engine.tokenizer, other.out)
 
 
+def test_a_fixed_start_read_once_is_copied_back_not_read_again(engine, demo_index, cache_dir):
+    """The agent asks through more prompts than the engine has contexts. A prompt's fixed start,
+    once read, comes back by a copy when another prompt took its context: the second answer reads
+    none of it again, and its logits are the same bits as the first's."""
+    from agent.engines.llama_cpp import LlamaCppSteps
+    from agent.models import PRESETS, preset_gguf
+
+    steps = LlamaCppSteps.open(preset_gguf(PRESETS["smollm2-135m"], cache_dir), contexts=1)
+    try:
+        gen = FactGenerator(engine.model, engine.tokenizer, demo_index, max_new_tokens=32, steps=steps)
+        ids = gen._encode(gen.render(QUESTIONS[0]))
+        start = len(gen._fixed_start())
+        first, cached = gen.open_session(ids)
+        assert cached == 0 and start > 100
+        steps.feed(gen._encode("An unrelated prompt that takes the only context."), None)
+        again, cached = gen.open_session(ids)
+        assert cached == start  # copied back, not read
+        assert torch.equal(again.logits, first.logits)
+        assert gen.answer(QUESTIONS[0]).text == FactGenerator(
+            engine.model, engine.tokenizer, demo_index, max_new_tokens=32, steps=engine.steps).answer(QUESTIONS[0]).text
+    finally:
+        steps.close()
+
+
 def test_the_local_chat_client_runs_on_the_engine(engine, smollm):
     from agent.llm.client import LocalChat
 

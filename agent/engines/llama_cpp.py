@@ -17,7 +17,15 @@ kernels are not batch-invariant (one token read alone and the same token at the 
 of 40 differ in the last bits, enough to flip a greedy tie), and reusing at any other point would
 make an answer depend on what the context held before. A prompt's fixed start (the system prompt
 and worked examples) is fed as its own segment (:meth:`agent.decoding.FactGenerator.open_session`),
-so every question reuses it: the transformers engine's prefix cache comes free here.
+so every question reuses it: the transformers engine's prefix cache comes free here. The agent asks
+through several prompts (the answer's, the evidence reader's, the options', ...), each with its
+own fixed start, more than there are contexts; so once a fixed start is read, its key/value
+entries are kept aside (a *snapshot*: llama.cpp's per-sequence state, a few MB) and a context
+that does not hold it gets it back by a copy instead of a read. The copy is the bits the read
+made, so answers stay independent of what a context held. Measured on the 20 questions of
+``benchmarks/agent_latency.py`` (0.5B preset, 2 contexts): without snapshots 12 answers read all
+their fixed starts again and 4 some of them (agent p50 12.6 s); with them, none after the first
+question (p50 5.7 s).
 
 Answers at once (the UI's and the server's concurrency) each get a context of their own: the
 engine keeps ``contexts`` of them over the same weights (loaded once), and a feed takes the free
@@ -84,6 +92,7 @@ class _Context:
         self.n_tokens = 0
         self.segments: list[int] = []  # where each segment it holds began
         self.lock = threading.Lock()
+        self.used = 0  # when a feed last took it (the engine's counter): the least recent is reused first
 
     def reusable(self, read: Read, first: int) -> int:
         """How many of ``read``'s tokens this context holds, in whole segments read the same way
@@ -121,7 +130,12 @@ class LlamaCppSteps:
                 _internals.LlamaBatch(n_tokens=self.n_batch, embd=0, n_seq_max=1, verbose=False)))
             self._contexts.append(_Context(ctx, batch, self.n_ctx))
         self._choosing = threading.Lock()
+        self._clock = 0
         self.kept = 0
+        #: Fixed starts (see :meth:`pending`) -> their snapshot once read (None until then), most
+        #: recent last; at most :attr:`snapshots` of them are kept.
+        self._starts: dict[tuple[int, ...], bytes | None] = {}
+        self.snapshots = 8
 
     @classmethod
     def open(cls, gguf: str | Path, *, context: int = DEFAULT_CONTEXT, threads: int | None = None,
@@ -155,8 +169,14 @@ class LlamaCppSteps:
 
     def pending(self, tokens: Sequence[int], state: Read | None) -> Read:
         """``state`` having read ``tokens`` as a segment, to be evaluated with the next feed (a
-        prompt's fixed start: reused from a context that holds it)."""
-        return (state or Read()).then(tokens)
+        prompt's fixed start: reused from a context that holds it, or from its snapshot)."""
+        read = (state or Read()).then(tokens)
+        if not read.segments[:-1] and read.tokens:  # a start at position 0: worth a snapshot
+            with self._choosing:
+                self._starts[read.tokens] = self._starts.pop(read.tokens, None)
+                while len(self._starts) > self.snapshots:
+                    del self._starts[next(iter(self._starts))]
+        return read
 
     def length(self, state: Read | None) -> int:
         return len(state or Read())
@@ -170,13 +190,58 @@ class LlamaCppSteps:
         """The context to read ``read`` in, locked, and how many tokens it keeps: the free one
         holding the most of it, else (all busy) the one holding the most, once it is free."""
         with self._choosing:
-            ranked = sorted(((c.reusable(read, first), i) for i, c in enumerate(self._contexts)), reverse=True)
-            for keep, i in ranked:
+            self._clock += 1
+            # Most tokens kept first; among equals, the context used least recently.
+            ranked = sorted(((c.reusable(read, first), -c.used, i) for i, c in enumerate(self._contexts)),
+                            reverse=True)
+            for keep, _, i in ranked:
                 if self._contexts[i].lock.acquire(blocking=False):
+                    self._contexts[i].used = self._clock
                     return self._contexts[i], keep
-        context = self._contexts[ranked[0][1]]
+        context = self._contexts[ranked[0][2]]
         context.lock.acquire()
+        context.used = self._clock
         return context, context.reusable(read, first)  # (what it holds may have changed meanwhile)
+
+    def _start_of(self, read: Read) -> tuple[int, ...] | None:
+        """``read``'s first segment when it is a fixed start (:meth:`pending`), else None."""
+        end = read.segments[1] if len(read.segments) > 1 else len(read)
+        start = read.tokens[:end]
+        return start if start in self._starts else None
+
+    def _restore(self, context: _Context, start: tuple[int, ...]) -> int:
+        """Give ``context`` the fixed start ``start`` from its snapshot; how many tokens it then
+        holds (0: no snapshot yet, or llama.cpp refused it)."""
+        import ctypes
+
+        import llama_cpp  # lazy: the [llama] extra
+
+        with self._choosing:
+            data = self._starts.get(start)
+        if not data:
+            return 0
+        context.ctx.kv_cache_seq_rm(-1, 0, -1)
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if llama_cpp.llama_state_seq_set_data(context.ctx.ctx, buffer, len(data), 0) != len(data):
+            context.ctx.kv_cache_seq_rm(-1, 0, -1)
+            return 0
+        context.tokens[:len(start)] = start
+        context.n_tokens, context.segments = len(start), [0]
+        return len(start)
+
+    def _snapshot(self, context: _Context, start: tuple[int, ...]) -> None:
+        """Keep aside ``context``'s key/value entries, which hold exactly ``start`` now."""
+        import ctypes
+
+        import llama_cpp  # lazy: the [llama] extra
+
+        size = llama_cpp.llama_state_seq_get_size(context.ctx.ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        if llama_cpp.llama_state_seq_get_data(context.ctx.ctx, buffer, size, 0) != size:
+            return
+        with self._choosing:
+            if start in self._starts:
+                self._starts[start] = bytes(buffer)
 
     def _read(self, read: Read, first: int, *, all_rows: bool) -> np.ndarray:
         """Make a context hold ``read``; the logits after token ``first`` (``all_rows``: after
@@ -186,6 +251,9 @@ class LlamaCppSteps:
                                  f"holds ({self.n_ctx})")
         context, keep = self._take(read, first)
         try:
+            fixed = self._start_of(read) if keep == 0 else None  # (keep is 0 or past the first segment)
+            if fixed is not None and len(fixed) <= first:
+                keep = self._restore(context, fixed) or keep
             context.ctx.kv_cache_seq_rm(-1, keep, -1)
             context.n_tokens = self.kept = keep
             context.segments = [b for b in context.segments if b < keep]
@@ -204,6 +272,8 @@ class LlamaCppSteps:
                     if every:
                         rows.append(np.ctypeslib.as_array(context.ctx.get_logits(),
                                                           shape=(len(chunk), self.n_vocab)).copy())
+                if seg_start == 0 and fixed is not None and seg_end == len(fixed) and self._starts.get(fixed) is None:
+                    self._snapshot(context, fixed)
             if all_rows:
                 return np.concatenate(rows)
             return np.ctypeslib.as_array(context.ctx.get_logits_ith(-1), shape=(self.n_vocab,)).copy()
