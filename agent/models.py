@@ -544,6 +544,16 @@ def load_tokenizer(name_or_path: str, *, cache_dir: Path | None = None) -> Any:
         raise ModelError(f"could not load the tokenizer of {name_or_path!r} ({_one_line(exc)})") from exc
 
 
+def resolve_engine(engine: str, name_or_path: str, *, device: str | None = None,
+                   device_map: str | None = None) -> str:
+    """The engine ``load_model`` uses for ``engine`` ("auto": the fastest installed for a preset on
+    this device, :func:`agent.engines.default_engine`; any other name as given)."""
+    if engine != "auto":
+        return engine
+    on_cpu = device_map is None and (device or "cpu").split(":")[0] == "cpu"
+    return default_engine(preset=name_or_path in PRESETS, on_cpu=on_cpu)
+
+
 def load_model(
     name_or_path: str,
     *,
@@ -569,9 +579,7 @@ def load_model(
         load_model("Qwen/Qwen2.5-0.5B-Instruct", device="cuda", dtype="bfloat16")
     """
     start = time.perf_counter()
-    if engine == "auto":
-        on_cpu = device_map is None and (device or "cpu").split(":")[0] == "cpu"
-        engine = default_engine(preset=name_or_path in PRESETS, on_cpu=on_cpu)
+    engine = resolve_engine(engine, name_or_path, device=device, device_map=device_map)
     if engine not in ENGINES:
         raise ModelError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)} or auto")
     if engine == "llama.cpp":

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FactweaveError
 from ..knowledge.kamel import majority_objects, relation_objects
 from ..llm.client import LocalChat, OpenAIChat, chat_client_from_env
+from ..models import resolve_engine
 from ..pipeline.evidence import ListedFactsReader
 from ..rerank import Reranker
 from .datasets import data_path, load_questions
@@ -203,6 +204,8 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
                           if dataset == "kamel-chat" else None),
         "questions": len(questions), "methods": names,
         "model": settings.model, "device": settings.device or "cpu", "dtype": settings.dtype or "default",
+        "engine": loaded.engine if loaded is not None else resolve_engine(
+            settings.engine, settings.model, device=settings.device, device_map=settings.device_map),
         "beams": settings.beams, "max_tokens": settings.max_tokens, "batch_size": batch_size, "seed": seed,
         "agent": {"tree": _agent_tree(settings), "k": settings.k, "rerank": settings.effective_rerank(), "max_rounds": settings.max_rounds,
                   "max_subqueries": settings.max_subqueries, "checks": settings.checks},

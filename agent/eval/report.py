@@ -140,7 +140,8 @@ class EvalReport:
                   "questions; wrong but grounded: share of the grounded answers that are wrong (no approximate "
                   "match); "
                   f"judge: {judge.get('model', 'none')} ({judge.get('kind', 'no judge')}). "
-                  f"Wall time {self.wall_seconds:.0f} s.", ""]
+                  + (f"Engine: {self.settings['engine']}. " if self.settings.get("engine") else "")
+                  + f"Wall time {self.wall_seconds:.0f} s.", ""]
         if self.figures:
             lines += [f"![{name}]({name})" for name in self.figures] + [""]
         return "\n".join(lines)
