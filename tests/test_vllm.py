@@ -12,9 +12,6 @@ from agent.knowledge.facts import Fact
 
 pytestmark = [pytest.mark.model, pytest.mark.vllm]
 
-if importlib.util.find_spec("vllm") is None:
-    pytest.skip("vLLM is not installed", allow_module_level=True)
-
 FACTS = [Fact("Buck Owens", "place of death", "Bakersfield", "demo:1"),
          Fact("Buck Owens", "instrument", "guitar", "demo:2"),
          Fact("Buck Owens", "genre", "country music", "demo:3"),
@@ -22,7 +19,13 @@ FACTS = [Fact("Buck Owens", "place of death", "Bakersfield", "demo:1"),
 
 
 @pytest.fixture(scope="module")
-def served(smollm, tmp_path_factory):
+def vllm_here():
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM is not installed")
+
+
+@pytest.fixture(scope="module")
+def served(vllm_here, smollm, tmp_path_factory):
     """A vLLM engine over SmolLM2's Hugging Face folder with the processor and a disk tree."""
     from vllm import LLM
 
