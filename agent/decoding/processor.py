@@ -94,15 +94,8 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
                 eos = scores[row, self.eos_token_id].clone()
                 scores[row] = float("-inf")
                 scores[row, self.eos_token_id] = eos if torch.isfinite(eos) else 0.0
-            elif state.active:
-                allowed = _as_index(self.tracker.allowed(state), scores.device)
-                keep = scores[row, allowed]
-                scores[row] = float("-inf")
-                scores[row, allowed] = keep
             else:
-                banned = self.tracker.forbidden_free(state)
-                if len(banned):
-                    scores[row, _as_index(banned, scores.device)] = float("-inf")
+                mask_row(scores, row, self.tracker, state)
         self._states = states
         return scores
 
@@ -128,6 +121,21 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
                 self._reported.add((item, fact_id))
                 fact = self.tracker.index.facts[fact_id]
                 self.on_fact(CompletedFact(int(fact_id), fact.text, fact.source, item, start, end))
+
+
+def mask_row(scores: torch.Tensor, row: int, tracker: FactTracker, state: TraceState) -> None:
+    """The rule on one row of ``scores``, in place: inside a fact line every token that does not
+    continue (or end) a remaining fact gets ``-inf``; in free text, the tokens that would run
+    past ``Fact:`` inside one token. (Shared by this processor and vLLM's, :mod:`.vllm_processor`.)"""
+    if state.active:
+        allowed = _as_index(tracker.allowed(state), scores.device)
+        keep = scores[row, allowed]
+        scores[row] = float("-inf")
+        scores[row, allowed] = keep
+    else:
+        banned = tracker.forbidden_free(state)
+        if len(banned):
+            scores[row, _as_index(banned, scores.device)] = float("-inf")
 
 
 def _as_index(tokens: np.ndarray, device: torch.device) -> torch.Tensor:

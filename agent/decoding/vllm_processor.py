@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
+from .processor import mask_row
 from .tracker import FactTracker, TraceState
 from .vocab import TokenVocab
 from ..errors import FactweaveError
@@ -96,7 +97,6 @@ class FactRuleProcessor(LogitsProcessor):
         tokenizer = AutoTokenizer.from_pretrained(model.tokenizer, trust_remote_code=model.trust_remote_code)
         index = DiskFactIndex.open(path, tokenizer)
         self.tracker = FactTracker(index, TokenVocab.from_tokenizer(tokenizer, model.get_vocab_size()))
-        self.device = device
         self.requests: dict[int, _Request] = {}
 
     def is_argmax_invariant(self) -> bool:
@@ -127,13 +127,5 @@ class FactRuleProcessor(LogitsProcessor):
             while request.seen < len(request.output):
                 request.state = tracker.advance(request.state, int(request.output[request.seen]), request.seen)
                 request.seen += 1
-            if request.state.active:
-                allowed = torch.as_tensor(tracker.allowed(request.state), dtype=torch.long, device=logits.device)
-                keep = logits[row, allowed]
-                logits[row] = float("-inf")
-                logits[row, allowed] = keep
-            else:
-                banned = tracker.forbidden_free(request.state)
-                if len(banned):
-                    logits[row, torch.as_tensor(banned, dtype=torch.long, device=logits.device)] = float("-inf")
+            mask_row(logits, row, tracker, request.state)
         return logits
