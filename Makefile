@@ -55,7 +55,7 @@ test: install $(VENV)/.installed-default
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 	$(VENV)/bin/lint-imports
 	tools/test-prereqs $(PY)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
