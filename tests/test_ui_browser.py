@@ -11,8 +11,15 @@ from pathlib import Path
 import pytest
 from agent_fixtures import FOLLOW_UP
 from playwright.sync_api import expect
+from ui_fixtures import require_chromium
 
 pytestmark = [pytest.mark.model, pytest.mark.browser]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _chromium_first():
+    """Checked before the session's UI (and its model) is set up."""
+    require_chromium()
 
 ANSWER_TIMEOUT_MS = 300_000  # a CPU under load; one answer takes ~10 s on an idle 2-core machine
 

@@ -174,7 +174,10 @@ def _build_cmd(corpus, folder, server):
 
 
 def test_killed_build_resumes_to_the_same_counts(tmp_path, graph, graph_server, cache_dir):
-    corpus = REPO / "agent" / "data" / "demo" / "web" / "corpus.json"
+    # 60 of the demo corpus's paragraphs: enough to be killed midway, a third of the time of all 196
+    demo = json.loads((REPO / "agent" / "data" / "demo" / "web" / "corpus.json").read_text(encoding="utf-8"))
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(demo[:60]), encoding="utf-8")
     env = {**os.environ, "FACTWEAVE_CACHE": str(cache_dir), "PYTHONPATH": str(REPO),
            "FACTWEAVE_GRAPH_PASSWORD": graph_server.password}
     proc = subprocess.Popen(_build_cmd(corpus, tmp_path / "a", graph_server), env=env,
@@ -207,7 +210,7 @@ def test_killed_build_resumes_to_the_same_counts(tmp_path, graph, graph_server, 
     assert resumed["stats"] == uninterrupted["stats"]
     total = uninterrupted["stats"]["chunks"]
     assert at_kill < total, f"the build was not interrupted midway ({at_kill} of {total} chunks stored)"
-    assert uninterrupted["documents"]["documents"] == 196 and uninterrupted["stats"]["facts"] > 500
+    assert uninterrupted["documents"]["documents"] == 60 and uninterrupted["stats"]["facts"] > 150
 
 
 def test_fact_finding_loop_is_bounded(open_web, local_chat):

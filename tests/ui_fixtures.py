@@ -47,6 +47,26 @@ def ui_url(ui_runtime):
     app.close()
 
 
+def chromium_path() -> str | None:
+    """Where Chromium is: ``$FACTWEAVE_CHROMIUM``, Debian's, one on PATH, else None (Playwright's own)."""
+    return os.environ.get("FACTWEAVE_CHROMIUM") or (CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"))
+
+
+def no_browser(message: str) -> None:
+    """Skip, or fail where FACTWEAVE_REQUIRE_BROWSER is set (``.ci/run`` sets it)."""
+    if os.environ.get("FACTWEAVE_REQUIRE_BROWSER"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def require_chromium() -> None:
+    """Before anything is set up for a browser test: a Chromium named but not there ends it at once
+    (the UI and its model are not loaded for a test that cannot run)."""
+    path = chromium_path()
+    if path is not None and not os.access(path, os.X_OK):
+        no_browser(f"no Chromium at {path}: apt-get install chromium")
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Debian's Chromium (else Playwright's own) driven by Playwright. Without either the browser
@@ -55,14 +75,11 @@ def browser():
     is open, and later modules (MCP's clients) run their own."""
     from playwright.sync_api import Error, sync_playwright
 
-    path = os.environ.get("FACTWEAVE_CHROMIUM") or (CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"))
+    path = chromium_path()
     with sync_playwright() as p:
         try:
             browser = p.chromium.launch(executable_path=path, args=["--no-sandbox"])  # path None: Playwright's
         except Error as exc:
-            message = f"no Chromium ({str(exc).splitlines()[0]}): apt-get install chromium"
-            if os.environ.get("FACTWEAVE_REQUIRE_BROWSER"):
-                pytest.fail(message)
-            pytest.skip(message)
+            no_browser(f"no Chromium ({str(exc).splitlines()[0]}): apt-get install chromium")
         yield browser
         browser.close()
