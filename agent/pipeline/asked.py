@@ -187,17 +187,38 @@ class RelationMatcher:
         return [(names_[i], float(sims[i])) for i in order]
 
     def check(self, question: str, triple: tuple[str, str, str], answer: str = "",
-              held: Sequence[str] = ()) -> AskedCheck:
+              held: Sequence[str] = (), used: Sequence[str] = (), onward: Sequence[str] = ()) -> AskedCheck:
         """Whether ``triple``'s relation is what ``question`` asks: the closest of every
         relation, or within ``margin`` of it; or, when ``held`` lists the relations the
         knowledge holds for the triple's subject, the closest of those and within
         ``wide_margin`` of the closest of all ("place of death" when the question might also
-        mean "date of death", which the knowledge does not hold for this subject)."""
+        mean "date of death", which the knowledge does not hold for this subject).
+
+        A chain spends a relation at each step: ``used`` are the relations of the facts before
+        this one in the chain, left out of what the question may still ask ("the official
+        language of the country of origin of X": after ``country of origin``, what is left is
+        the official language). ``onward``: the relations the knowledge holds for the fact's
+        object. A relation the question asks more closely than the fact's own, which the
+        object has and the subject has not, says the object is a step on the way and not the
+        answer ("Canada" from ``<CBY-3> <country of origin> <Canada>`` when Canada has an
+        official language and CBY-3 has none)."""
         subject, predicate, obj = triple
-        ranked = self.ranked(question, [subject, obj, answer], [predicate, *held])
+        spent = {u for u in used if u != predicate}
+        ranked = [(label, sim) for label, sim in self.ranked(question, [subject, obj, answer],
+                                                             [predicate, *held, *onward])
+                  if label not in spent]
         best, best_sim = ranked[0]
         sims = dict(ranked)
         own = sims[predicate]
+        if onward:
+            own_held = set(held) | {predicate}
+            for label, sim in ranked:
+                if sim <= own:
+                    break
+                if label in onward and label not in own_held:
+                    return AskedCheck(False, None, predicate, label, "chain", best_sim - own,
+                                      f"the fact says {predicate!r} of {subject!r}; the question asks {label!r}, "
+                                      f"which {obj!r} has: {obj!r} is a step on the way, not the answer")
         gap = best_sim - own
         if gap <= self.margin:
             how = f"the fact says {predicate!r}, what the question asks" + ("" if best == predicate else
@@ -466,7 +487,9 @@ class AskedChecker:
             if subject:
                 return _at(self.statements.check(asked, stated[i], subject, answer), i)
         if triple is not None and self.matcher is not None:
-            result = self.matcher.check(asked, triple, answer, held(triple[0]) if held is not None else ())
+            used = [t[1] for t in (parse_triple(stated[j]) for j in path if j != i) if t is not None]
+            result = self.matcher.check(asked, triple, answer, held(triple[0]) if held is not None else (),
+                                        used=used, onward=held(triple[2]) if held is not None else ())
             return _at(result, i)
         return AskedCheck(True, i, "", "", "none", 0.0, "no relations to check with")
 
