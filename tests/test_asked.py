@@ -165,6 +165,19 @@ def test_a_described_thing_or_a_named_one_is_not_what_is_asked(matcher, question
         assert "describes" in result.how or "named by the question" in result.how
 
 
+@pytest.mark.parametrize("question", [
+    "What is the Harbour Tower an instance of in the city where Lorna Vidal was born?",
+    "Which town was Lorna Vidal born in?",
+    "Where does the painter Lorna Vidal come from?",
+])
+def test_a_statement_restated_whole_is_not_an_answer(matcher, question):
+    fact = "Lorna Vidal is a painter who was born in the town of Kestrel Bay in 1931."
+    whole = AskedChecker(matcher).check(question, fact.rstrip("."), [fact], [0])
+    assert not whole.passed and whole.by == "whole", whole.how
+    part = AskedChecker(matcher).check(question, "Kestrel Bay", [fact], [0])
+    assert part.by != "whole", part.how
+
+
 def test_an_offered_option_may_be_the_answer():
     from agent.pipeline.asked import repeats_a_name
 

@@ -422,6 +422,23 @@ def repeats_a_name(question: str, answer: str, stated: Sequence[str] = ()) -> st
     return ""
 
 
+# An answer holding this share of a statement's words is the statement, not an answer drawn from it.
+WHOLE_SHARE = 0.8
+
+
+def repeats_the_statement(answer: str, fact: str) -> str:
+    """"" unless ``answer`` is (nearly) the whole of the statement ``fact``: a fact restated says
+    nothing of what the question asks of it (and every relation fits "X <relation> <the whole
+    statement>" alike, so the statement check cannot judge it). Then why, in one line."""
+    if parse_triple(fact) is not None:
+        return ""
+    own = normalize_answer(fact).split()
+    said = normalize_answer(answer).split()
+    if len(own) < 4 or len(said) < WHOLE_SHARE * len(own):
+        return ""
+    return "the answer restates the whole statement; it does not say what the question asks of it"
+
+
 def _holds(fact: str, answer: str) -> bool:
     words = normalize_answer(fact.replace("<", " ").replace(">", " ")).split()
     target = normalize_answer(answer).split()
@@ -455,6 +472,9 @@ class AskedChecker:
             holding = chain[-1:]  # a sentence answer: its last fact
         if not holding:
             return AskedCheck(False, None, "", "", "none", 0.0, "no stated fact holds the answer")
+        whole = repeats_the_statement(answer, stated[holding[-1]])
+        if whole:
+            return AskedCheck(False, holding[-1], "the statement", "", "whole", 0.0, whole)
         described = answers_a_description(question, answer, stated[holding[-1]])
         if described:
             return AskedCheck(False, holding[-1], "", "", "chain", 0.0, described)

@@ -154,6 +154,13 @@ class ReplyWriter:
         session.rewind(spans[-1][2] + 1)
         begin = len(session.out)
         session.feed(self._encode(opening), reply=True)
+        # The continuation is an attempt of its own: its stream starts with what it keeps (the
+        # facts so far and the opening), so that its tokens and facts build up to its record.
+        if on_text is not None:
+            on_text(decode_tokens(self.tokenizer, session.out))
+        if on_span is not None:
+            for span in locate_spans(self.tokenizer, reply.index, session.out, list(session.trace.spans))[1]:
+                on_span(span)
         self._run(session, budget, on_text, on_span)
         part = self._part(reply, begin, started, "", [])
         part.continued = True
