@@ -433,8 +433,9 @@ def repeats_the_statement(answer: str, fact: str) -> str:
     if parse_triple(fact) is not None:
         return ""
     own = normalize_answer(fact).split()
-    said = normalize_answer(answer).split()
-    if len(own) < 4 or len(said) < WHOLE_SHARE * len(own):
+    said = set(normalize_answer(answer).split())
+    # the fact's own words the answer repeats (a long answer in other words is not this case)
+    if len(own) < 4 or sum(word in said for word in own) < WHOLE_SHARE * len(own):
         return ""
     return "the answer restates the whole statement; it does not say what the question asks of it"
 
