@@ -73,6 +73,11 @@ def _resolve(model: str | None) -> tuple[str, str]:
     return model, model
 
 
+def model_name(model: str | None) -> str:
+    """The name ``model`` is saved under in fingerprints (the default's short name, a folder's full path)."""
+    return _resolve(model)[0]
+
+
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
     return text[:300] if text else type(error).__name__
@@ -91,7 +96,7 @@ class Embedder:
     """
 
     def __init__(self, model: str | None = None, device: str | None = None, batch_size: int = 64,
-                 precision: str | None = None) -> None:
+                 precision: str | None = None, *, dim: int | None = None) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise FactweaveError(f"batch_size must be a positive integer, got {batch_size!r}")
         precision = precision or os.environ.get(PRECISION_ENV) or "fp32"
@@ -99,15 +104,44 @@ class Embedder:
             raise FactweaveError(f"embedding precision must be one of {', '.join(PRECISIONS)} "
                                  f"(argument or ${PRECISION_ENV}), got {precision!r}")
         self.precision = precision
-        self.name, source = _resolve(model)
+        self.name, self._source = _resolve(model)
         self.batch_size = batch_size
-        self._model = self._load(source, device)
+        self._device = device
+        self._loaded: Any = None
+        if dim is None:
+            self.dim = self._measure(self._model)
+        else:
+            # Promised by whoever knows it (a web's saved fingerprint): the model loads on the
+            # first encode, where the promise is checked. A command that only reads a web's
+            # graph (stats, remove) never loads it.
+            self.dim = int(dim)
+
+    @classmethod
+    def known(cls, fingerprint: str, **options: Any) -> Embedder | None:
+        """The embedder of a saved ``fingerprint`` (``name:dim``), loaded on its first encode;
+        None when the fingerprint is not one."""
+        name, _, dim = fingerprint.rpartition(":")
+        if not name or not dim.isdigit():
+            return None
+        return cls(name, dim=int(dim), **options)
+
+    @property
+    def _model(self) -> Any:
+        if self._loaded is None:
+            model = self._load(self._source, self._device)
+            if getattr(self, "dim", None) is not None and self._measure(model) != self.dim:
+                raise ModelError(f"embedding model {self.name!r} gives {self._measure(model)} dimensions, "
+                                 f"not the {self.dim} it was saved with")
+            self._loaded = model
+        return self._loaded
+
+    def _measure(self, model: Any) -> int:
         # sentence-transformers 6 renamed the method; older releases (>=3) only have the long name.
-        measure = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        measure = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         dim = measure()
         if not dim:
             raise ModelError(f"embedding model {self.name!r} does not report an embedding dimension")
-        self.dim = int(dim)
+        return int(dim)
 
     def _load(self, source: str, device: str | None) -> Any:
         from sentence_transformers import SentenceTransformer

@@ -464,6 +464,20 @@ def test_embedder_missing_model_is_one_line(monkeypatch, tmp_path):
     assert "\n" not in str(caught.value)
 
 
+def test_an_embedder_known_by_its_fingerprint_embeds_alike_and_checks_the_dimension(embedder):
+    """A web's saved embedder opens from its fingerprint (stats and removal never load it); the
+    first text embedded loads it, gives the same vectors, and a wrong saved dimension is one line."""
+    from agent.embeddings import Embedder
+
+    known = Embedder.known(embedder.fingerprint)
+    assert known.fingerprint == embedder.fingerprint
+    texts = ["Paris", "The Journal of Psychotherapy Integration is a peer-reviewed academic journal."]
+    np.testing.assert_allclose(known.encode(texts), embedder.encode(texts), atol=1e-6)
+    with pytest.raises(FactweaveError, match="gives 384 dimensions, not the 512 it was saved with"):
+        Embedder.known("all-MiniLM-L6-v2:512").encode(["Paris"])
+    assert Embedder.known("not a fingerprint") is None
+
+
 def test_keywords_found_by_meaning_in_both_backends(make_index, embedder, tmp_path, request):
     labels = ["Paris", "Berlin", "photosynthesis", "Mount Everest", "Johann Sebastian Bach"]
     vectors = embedder.encode(labels)

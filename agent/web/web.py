@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm import tqdm
 
-from ..embeddings import Embedder
+from ..embeddings import Embedder, model_name
 from ..errors import FactweaveError
 from ..files import write_json
 from ..knowledge.facts import Fact
@@ -150,6 +150,10 @@ class KnowledgeWeb:
         config_path = folder / "web.json"
         saved = cls._read_settings(config_path)
         settings = saved or WebSettings()
+        if (saved and saved.embedder_fingerprint and not isinstance(embedder, Embedder)
+                and (embedder is None or model_name(embedder) == saved.embedder)):
+            # The web's own embedder, loaded when something is embedded (not for stats or removal).
+            embedder = Embedder.known(saved.embedder_fingerprint) or embedder
         if embedder is None:
             embedder = Embedder(settings.embedder or None)
         elif isinstance(embedder, str):
