@@ -18,7 +18,8 @@ for row in $ROWS; do
     hotpotqa)    $FW eval hotpotqa --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
     musique)     $FW eval musique --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
     2wiki)       $FW eval 2wiki --limit 30 $M --model qwen2.5-coder-0.5b --out "$OUT" ;;
-    paraphrases) # Written over the shared 2Wiki corpus: a folder with both, the corpus linked.
+    paraphrases) # Written over the shared 2Wiki corpus: a folder with both, the corpus linked (its
+                 # web is the 2wiki row's: a corpus is keyed by its bytes, not its name).
                  d=${TMPDIR:-/tmp}/factweave-paraphrases; mkdir -p "$d"
                  cp benchmarks/data/paraphrases_questions.json "$d/"
                  ln -sf "$(realpath ../shared/data/2wikimultihopqa/2wiki_corpus.json)" "$d/paraphrases_corpus.json"

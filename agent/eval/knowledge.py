@@ -27,7 +27,7 @@ from ..files import write_json
 from ..knowledge.kamel import demo_kamel_root
 from ..knowledge.loaders import load_facts
 from ..web.decompose import SentenceDecomposer
-from .datasets import dataset_documents, knowledge_files, popqa_triples
+from .datasets import KAMEL_DATASETS, dataset_documents, knowledge_files, popqa_triples
 
 if TYPE_CHECKING:
     from ..index import FactIndex
@@ -102,7 +102,11 @@ def web_key(dataset: str, path: Path, split: str = "dev") -> str:
 
     digest = hashlib.sha256(json.dumps([dataset, split, SentenceDecomposer.fingerprint, FORMAT]).encode())
     for file in knowledge_files(dataset, Path(path), split):
-        digest.update(file.name.encode() + b"\0")
+        # A KAMEL folder's files by their place in it (a relation is its folder's name); a corpus
+        # file by its bytes alone, so the same corpus under another name is the same web.
+        if dataset in KAMEL_DATASETS:
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        digest.update(str(file.stat().st_size).encode() + b"\0")
         with open(file, "rb") as stream:
             for block in iter(lambda: stream.read(1 << 20), b""):
                 digest.update(block)
