@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.knowledge.kamel import relations_file
+from agent.knowledge.kamel import relations_file, value_types_file
 from agent.pipeline.asked import AskedChecker, RelationLabels, RelationMatcher
 
 
@@ -14,7 +14,7 @@ from agent.pipeline.asked import AskedChecker, RelationLabels, RelationMatcher
 def matcher():
     from agent.embeddings import Embedder
 
-    return RelationMatcher(Embedder(), RelationLabels.from_tsv(relations_file()))
+    return RelationMatcher(Embedder(), RelationLabels.from_tsv(relations_file(), values=value_types_file()))
 
 
 @pytest.mark.parametrize(("question", "fact", "answer", "passed"), [
@@ -201,3 +201,52 @@ def test_what_is_asked_of_the_last_thing_a_question_describes(question, clause):
     from agent.pipeline.asked import asked_clause
 
     assert asked_clause(question) == clause
+
+
+# Written for these tests: a "what is ..." question whose closest relation takes numbers (read
+# from the values the knowledge holds) is not answered by a name, whatever fact holds it; the
+# same facts pass where a noun or wh-word asks for the name.
+@pytest.mark.parametrize(("question", "fact", "answer", "passed"), [
+    ("What is the population of the state where Kestrel Field Airport is located?",
+     "Kestrel Field Airport is a public airport located in Kestrel City, Norvania.", "Kestrel City", False),
+    ("What is the population of the state where Kestrel Field Airport is located?",
+     "Norvania has a population of 2,913,123.", "2,913,123", True),
+    ("What was the number of people living in Velmora in 2010?", "<Velmora> <country> <Norvania> .", "Norvania",
+     False),
+    ("What was the number of people living in Velmora in 2010?", "<Velmora> <population> <12400> .", "12,400", True),
+    ("What is the year of birth of Oskar Lind?", "<Oskar Lind> <place of birth> <Uppsala> .", "Uppsala", False),
+    ("What is the year of birth of Oskar Lind?", "<Oskar Lind> <date of birth> <1931> .", "1931", True),
+    ("What was the number of episodes of Harbour Lights?", "<Harbour Lights> <country of origin> <Norvania> .",
+     "Norvania", False),
+    # the noun after "what", or the wh-word, asks for the name
+    ("In what city was Oskar Lind born?", "<Oskar Lind> <place of birth> <Uppsala> .", "Uppsala", True),
+    ("What is the birthplace of Oskar Lind?", "<Oskar Lind> <place of birth> <Uppsala> .", "Uppsala", True),
+    ("Where was Oskar Lind born?", "<Oskar Lind> <place of birth> <Uppsala> .", "Uppsala", True),
+])
+def test_a_question_asking_a_number_is_not_answered_by_a_name(matcher, question, fact, answer, passed):
+    result = AskedChecker(matcher).check(question, answer, [fact], [0])
+    assert result.passed is passed, result.how
+    if not passed:
+        assert result.by == "type" and "a number" in result.how and answer in result.how
+
+
+def test_a_relation_is_numeric_by_the_values_the_knowledge_holds():
+    """The knowledge base's own relations: numeric when most of their values are numbers,
+    whatever they are called; the bundled ones from KAMEL's values."""
+    from agent.index import FactIndex
+    from agent.knowledge.facts import Fact
+    from conftest import word_tokenizer
+
+    facts = [Fact("Velmora", "head count", "12,400"), Fact("Kestrel City", "head count", "310"),
+             Fact("Uppsala", "head count", "177074"), Fact("Norvania", "head count", "unknown"),
+             Fact("Velmora", "twin town", "Uppsala"), Fact("Uppsala", "twin town", "Velmora"),
+             Fact("Kestrel City", "twin town", "2 Rivers")]
+    index = FactIndex.build(facts, word_tokenizer(("Velmora", "Uppsala", "Kestrel", "City", "Norvania", "head",
+                                                    "count", "twin", "town", "Rivers", "unknown", "12,400",
+                                                    "310", "177074", "2")), progress=False)
+    labels = RelationLabels.from_index(index)
+    assert set(labels.labels) == {"head count", "twin town"} and labels.numeric == {"head count"}
+    bundled = RelationLabels.from_tsv(relations_file(), values=value_types_file())
+    assert {"population", "date of birth", "number of episodes"} <= bundled.numeric
+    assert not {"place of birth", "country", "occupation"} & bundled.numeric
+    assert labels.merged(bundled).numeric >= {"head count", "population"}

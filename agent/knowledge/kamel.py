@@ -60,6 +60,12 @@ def relations_file() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "relations" / "property-labels.tsv"
 
 
+def value_types_file() -> Path:
+    """Which of the bundled relations take numbers (``agent/data/relations/value-types.tsv``,
+    written from KAMEL's values by ``tools/relation_value_types.py``)."""
+    return relations_file().with_name("value-types.tsv")
+
+
 def demo_kamel_root() -> Path:
     """The small KAMEL selection shipped inside the package (see ``agent/data/README.md``)."""
     return Path(__file__).resolve().parent.parent / "data" / "demo" / "kamel"

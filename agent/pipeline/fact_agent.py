@@ -54,7 +54,7 @@ from ..decoding import FactGenerator
 from ..embeddings import Embedder
 from ..errors import FactweaveError
 from ..index.base import FactTree
-from ..knowledge.kamel import relations_file
+from ..knowledge.kamel import relations_file, value_types_file
 from ..llm.client import OpenAIChat
 from ..models import LoadedModel
 from ..prompts import FewShotPrompt, listed_question
@@ -541,7 +541,7 @@ def default_relations(index: FactTree) -> RelationLabels:
     """The relations the answer check compares a question with: the bundled Wikidata property
     labels and descriptions (``agent/data/relations/``), and every relation of ``index``'s
     triples (described there when the label matches)."""
-    labels = RelationLabels.from_tsv(relations_file())
+    labels = RelationLabels.from_tsv(relations_file(), values=value_types_file())
     if index is not None:
         labels = RelationLabels.from_index(index).merged(labels)
     return labels
