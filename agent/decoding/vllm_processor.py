@@ -9,7 +9,9 @@ tokens and masks that request's row: inside a ``Fact:`` line only tokens that co
 fact (or end one), in free text only tokens that would run past ``Fact:`` inside one token.
 
 Which requests: those whose sampling parameters carry ``extra_args={"refactx": True}`` (the
-OpenAI-compatible server passes ``vllm_xargs``); others are left alone. The fact tree is a disk
+OpenAI-compatible server passes ``vllm_xargs``), or every one that says nothing when vLLM was
+started with ``additional_config={"factweave_rule_default": true}`` (``factweave serve --engine
+vllm``, :mod:`agent.serve.vllm_server`); others are left alone. The fact tree is a disk
 index (``factweave index build --backend disk --model <the model>``) named when vLLM starts, by
 ``additional_config={"factweave_index": PATH}`` (``--additional-config``) or the environment
 variable ``FACTWEAVE_VLLM_INDEX``; it is memory-mapped in vLLM's engine process and refused if
@@ -55,6 +57,9 @@ if TYPE_CHECKING:
 
 #: Where the fact tree is named: vLLM's ``additional_config`` key, or this environment variable.
 INDEX_KEY = "factweave_index"
+#: ``additional_config`` key: true puts every request that says nothing under the rule
+#: (``factweave serve --engine vllm``); a request's ``refactx: false`` still turns it off.
+RULE_DEFAULT_KEY = "factweave_rule_default"
 INDEX_ENV = "FACTWEAVE_VLLM_INDEX"
 #: How many prompt tokens are read back to tell whether the reply starts a line (or a fact).
 _PROMPT_TAIL = 16
@@ -73,10 +78,11 @@ class _Request:
 _ON, _OFF = (True, 1, "true", "1"), (None, False, 0, "false", "0")
 
 
-def wants_rule(params: SamplingParams) -> bool:
+def wants_rule(params: SamplingParams, default: bool = False) -> bool:
     """Whether a request asks for the rule (``extra_args={"refactx": true}``; the OpenAI server's
-    ``vllm_xargs`` may carry it as 1 or "true")."""
-    return (params.extra_args or {}).get("refactx") in _ON
+    ``vllm_xargs`` may carry it as 1 or "true"); ``default`` for one that says nothing."""
+    value = (params.extra_args or {}).get("refactx")
+    return default if value is None else value in _ON
 
 
 class FactRuleProcessor(LogitsProcessor):
@@ -103,6 +109,7 @@ class FactRuleProcessor(LogitsProcessor):
         index = DiskFactIndex.open(path, tokenizer)
         self.tracker = FactTracker(index, TokenVocab.from_tokenizer(tokenizer, model.get_vocab_size()))
         self.requests: dict[int, _Request] = {}
+        self.default = bool(extra.get(RULE_DEFAULT_KEY))
 
     def is_argmax_invariant(self) -> bool:
         return False  # it changes which token is greedy
@@ -113,7 +120,7 @@ class FactRuleProcessor(LogitsProcessor):
         for row in batch_update.removed:
             self.requests.pop(row, None)
         for row, params, prompt_ids, output in batch_update.added:
-            if params is not None and wants_rule(params):
+            if params is not None and wants_rule(params, self.default):
                 tail = "".join(self.tracker.vocab.pieces[t] for t in (prompt_ids or [])[-_PROMPT_TAIL:]
                                if t < len(self.tracker.vocab.pieces))
                 self.requests[row] = _Request(output, self.tracker.start(tail))

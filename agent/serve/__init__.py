@@ -10,7 +10,11 @@ size and the number of generations running and waiting are limited (413, 429).
 - ``models``: what is served (:class:`ServedModel`; a plain :class:`ChatClientModel`);
 - ``agent_model``: the factweave agent as a served model (id ``factweave``);
 - ``limits``: body size and the concurrency gate; ``worker``: a generation's thread;
-- ``app``: the FastAPI app; ``run``: serving it in the foreground or a thread.
+- ``app``: the FastAPI app; ``run``: serving it in the foreground or a thread;
+- ``vllm_server``: ``factweave serve --engine vllm`` (vLLM's server, the rule inside, these checks).
+
+The names below load on first use (PEP 562), so vLLM's server can import the request checks
+(:mod:`.vllm_server`, :mod:`.origins`) without the agent and its dependencies.
 
 Example::
 
@@ -23,17 +27,32 @@ Example::
 """
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ..extras import require
 
 require("serve", "agent.serve (factweave serve)")
 
-from .agent_model import AGENT_MODEL_ID, AgentModel  # noqa: E402 (after the extra's check)
-from .app import create_app, served_models  # noqa: E402
-from .limits import RequestGate, ServerLimits  # noqa: E402
-from .models import BadReplyRequest, ChatClientModel, ReplyEnd, ReplyError, ServedModel  # noqa: E402
-from .origins import OriginPolicy  # noqa: E402
-from .run import LOOPBACK, base_url, bind_socket, run, serve_in_thread  # noqa: E402
+if TYPE_CHECKING:
+    from .agent_model import AGENT_MODEL_ID, AgentModel
+    from .app import create_app, served_models
+    from .limits import RequestGate, ServerLimits
+    from .models import BadReplyRequest, ChatClientModel, ReplyEnd, ReplyError, ServedModel
+    from .origins import LOOPBACK, OriginPolicy
+    from .run import base_url, bind_socket, run, serve_in_thread
 
+_HOMES = {"AGENT_MODEL_ID": "agent_model", "AgentModel": "agent_model", "create_app": "app",
+          "served_models": "app", "RequestGate": "limits", "ServerLimits": "limits", "BadReplyRequest": "models",
+          "ChatClientModel": "models", "ReplyEnd": "models", "ReplyError": "models", "ServedModel": "models",
+          "OriginPolicy": "origins", "LOOPBACK": "origins", "base_url": "run", "bind_socket": "run", "run": "run",
+          "serve_in_thread": "run"}
 __all__ = ["AGENT_MODEL_ID", "LOOPBACK", "AgentModel", "BadReplyRequest", "ChatClientModel", "ReplyEnd",
            "OriginPolicy", "ReplyError", "RequestGate", "ServedModel", "ServerLimits", "base_url", "bind_socket",
            "create_app", "run", "serve_in_thread", "served_models"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_HOMES[name]}", __name__), name)

@@ -27,13 +27,19 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from agent.errors import FactweaveError
+
 from . import wire
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+LOOPBACK = "127.0.0.1"
+
+log = logging.getLogger(__name__)
 
 
 def host_name(value: str) -> str:
@@ -100,6 +106,17 @@ class OriginPolicy:
         return f"requests from the web page origin {wanted!r} are refused (allow it with --cors-origin)"
 
 
+def refuse_if_exposed(host: str, api_key: str | None, insecure: bool = False) -> None:
+    """A bind beyond loopback without a bearer key is refused (one line) unless ``insecure``:
+    anyone who reaches the port could use the model."""
+    if host in (LOOPBACK, "localhost", "::1") or api_key is not None:
+        return
+    if not insecure:
+        raise FactweaveError(f"serving on {host} without an API key lets anyone who reaches the port use the model: "
+                             "set FACTWEAVE_API_KEY (or give --insecure)")
+    log.warning("serving on %s without an API key (--insecure): anyone who reaches it can use the model", host)
+
+
 class OriginGuard:
     """ASGI middleware applying an :class:`OriginPolicy` before anything else reads the request;
     ``json_posts``: a POST must say ``application/json`` (the API; not a UI that uploads files)."""
@@ -108,22 +125,34 @@ class OriginGuard:
         self.app, self.policy, self.json_posts = app, policy, json_posts
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
+        refused = self.refused(scope) if scope["type"] == "http" else None
+        if refused is None:
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        await refuse(send, *refused)
+
+    def refused(self, scope) -> tuple[int, str, str] | None:
+        """(status, why, error code) when the request of ``scope`` is refused, else None."""
+        headers = request_headers(scope)
         host, origin = headers.get("host"), headers.get("origin")
         why = self.policy.host_refused(host) or self.policy.origin_refused(origin, host)
-        status = 403
-        if why is None and self.json_posts and scope.get("method") == "POST":
+        if why is not None:
+            return 403, why, "forbidden_origin"
+        if self.json_posts and scope.get("method") == "POST":
             media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if media != "application/json":
-                why, status = f"Content-Type must be application/json, not {media or 'none'!r}", 415
-        if why is None:
-            await self.app(scope, receive, send)
-            return
-        body = json.dumps(wire.error_body(why, "invalid_request_error", code="forbidden_origin"
-                                          if status == 403 else "unsupported_media_type")).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+                return 415, f"Content-Type must be application/json, not {media or 'none'!r}", "unsupported_media_type"
+        return None
+
+
+def request_headers(scope) -> dict[str, str]:
+    """An ASGI request's headers by lowercased name."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+async def refuse(send, status: int, why: str, code: str) -> None:
+    """Answer ``status`` with OpenAI's error body (before anything else reads the request)."""
+    body = json.dumps(wire.error_body(why, "invalid_request_error", code=code)).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

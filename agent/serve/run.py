@@ -12,23 +12,11 @@ from agent.errors import FactweaveError
 
 from .app import create_app
 from .limits import ServerLimits
-from .origins import OriginPolicy
+from .origins import LOOPBACK, OriginPolicy, refuse_if_exposed
 
 log = logging.getLogger(__name__)
 
-LOOPBACK = "127.0.0.1"
 _STARTUP_TIMEOUT_S = 10.0
-
-
-def refuse_if_exposed(host: str, api_key: str | None, insecure: bool = False) -> None:
-    """A bind beyond loopback without a bearer key is refused (one line) unless ``insecure``:
-    anyone who reaches the port could use the model."""
-    if host in (LOOPBACK, "localhost", "::1") or api_key is not None:
-        return
-    if not insecure:
-        raise FactweaveError(f"serving on {host} without an API key lets anyone who reaches the port use the model: "
-                             "set FACTWEAVE_API_KEY (or give --insecure)")
-    log.warning("serving on %s without an API key (--insecure): anyone who reaches it can use the model", host)
 
 
 def bind_socket(host: str = LOOPBACK, port: int = 0) -> socket.socket:
