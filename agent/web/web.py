@@ -150,8 +150,8 @@ class KnowledgeWeb:
         config_path = folder / "web.json"
         saved = cls._read_settings(config_path)
         settings = saved or WebSettings()
-        if (saved and saved.embedder_fingerprint and not isinstance(embedder, Embedder)
-                and (embedder is None or model_name(embedder) == saved.embedder)):
+        if (saved and saved.embedder_fingerprint
+                and (embedder is None or isinstance(embedder, str) and model_name(embedder) == saved.embedder)):
             # The web's own embedder, loaded when something is embedded (not for stats or removal).
             embedder = Embedder.known(saved.embedder_fingerprint) or embedder
         if embedder is None:
