@@ -370,12 +370,15 @@ def test_serve_on_vllm_says_what_it_needs_in_one_line(tmp_path):
     else:
         assert out.returncode == 1 and out.stderr.strip().startswith(f"Error: --index {index}: no such fact tree"), \
             out.stderr
-    out = _cli("serve", "--engine", "vllm", "--model", "smollm2-135m", cwd=tmp_path)
-    assert out.returncode == 2 and "--engine vllm needs --index" in out.stderr
-    out = _cli("serve", "--engine", "vllm", "--index", str(index), "--tree", "kb", cwd=tmp_path)
-    assert out.returncode == 2 and "not for --engine vllm" in out.stderr
-    out = _cli("serve", "--index", str(index), cwd=tmp_path)
-    assert out.returncode == 2 and "--index and --engine-arg are for --engine vllm" in out.stderr
+    from click.testing import CliRunner
+
+    from agent.cli.main import cli
+
+    for args, said in ((["--engine", "vllm", "--model", "smollm2-135m"], "--engine vllm needs --index"),
+                       (["--engine", "vllm", "--index", str(index), "--tree", "kb"], "not for --engine vllm"),
+                       (["--index", str(index)], "--index and --engine-arg are for --engine vllm")):
+        out = CliRunner().invoke(cli, ["serve", *args])
+        assert out.exit_code == 2 and said in out.output, out.output
 
 
 # --- a conversation through the server -----------------------------------------------------------
