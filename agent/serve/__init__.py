@@ -10,11 +10,12 @@ size and the number of generations running and waiting are limited (413, 429).
 - ``models``: what is served (:class:`ServedModel`; a plain :class:`ChatClientModel`);
 - ``agent_model``: the factweave agent as a served model (id ``factweave``);
 - ``limits``: body size and the concurrency gate; ``worker``: a generation's thread;
-- ``app``: the FastAPI app; ``run``: serving it in the foreground or a thread;
+- ``app``: the FastAPI app; ``serving``: serving it in the foreground or a thread;
 - ``vllm_server``: ``factweave serve --engine vllm`` (vLLM's server, the rule inside, these checks).
 
 The names below load on first use (PEP 562), so vLLM's server can import the request checks
-(:mod:`.vllm_server`, :mod:`.origins`) without the agent and its dependencies.
+(:mod:`.vllm_server`, :mod:`.origins`) without the agent and its dependencies. (No module is
+named like a name it exports: importing it would bind the package's name to the module.)
 
 Example::
 
@@ -40,13 +41,13 @@ if TYPE_CHECKING:
     from .limits import RequestGate, ServerLimits
     from .models import BadReplyRequest, ChatClientModel, ReplyEnd, ReplyError, ServedModel
     from .origins import LOOPBACK, OriginPolicy
-    from .run import base_url, bind_socket, run, serve_in_thread
+    from .serving import base_url, bind_socket, run, serve_in_thread
 
 _HOMES = {"AGENT_MODEL_ID": "agent_model", "AgentModel": "agent_model", "create_app": "app",
           "served_models": "app", "RequestGate": "limits", "ServerLimits": "limits", "BadReplyRequest": "models",
           "ChatClientModel": "models", "ReplyEnd": "models", "ReplyError": "models", "ServedModel": "models",
-          "OriginPolicy": "origins", "LOOPBACK": "origins", "base_url": "run", "bind_socket": "run", "run": "run",
-          "serve_in_thread": "run"}
+          "OriginPolicy": "origins", "LOOPBACK": "origins", "base_url": "serving", "bind_socket": "serving",
+          "run": "serving", "serve_in_thread": "serving"}
 __all__ = ["AGENT_MODEL_ID", "LOOPBACK", "AgentModel", "BadReplyRequest", "ChatClientModel", "ReplyEnd",
            "OriginPolicy", "ReplyError", "RequestGate", "ServedModel", "ServerLimits", "base_url", "bind_socket",
            "create_app", "run", "serve_in_thread", "served_models"]
