@@ -73,6 +73,23 @@ def test_requests_under_the_rule_write_stored_facts_beside_free_ones(served):
     assert any(line not in stored for line in free_lines), free_lines  # the rule is what made them facts
 
 
+
+def test_a_request_with_its_own_facts_writes_from_them_alone(served):
+    """A per-question tree: the request's own facts (``refactx_facts``), not the server's tree,
+    beside a request on the server's tree in the same batch."""
+    from vllm import SamplingParams
+
+    llm, tokenizer = served
+    own = [FACTS[1].text, "Buck Owens was born in Sherman, Texas."]  # the second is in no server tree
+    outs = llm.generate([_prompt(tokenizer, "Where was Buck Owens born?")] * 2,
+                        [SamplingParams(max_tokens=40, temperature=0, extra_args={"refactx": True,
+                                                                                 "refactx_facts": own}),
+                         SamplingParams(max_tokens=40, temperature=0, extra_args={"refactx": True})])
+    mine, server = (out.outputs[0].text for out in outs)
+    assert mine.split("\n", 1)[0].strip() in own, mine
+    assert all(ln.removeprefix("Fact:").strip() in own for ln in mine.split("\n") if ln.startswith("Fact:"))
+    assert server.split("\n", 1)[0].strip() in {f.text for f in FACTS}, server
+
 # -- factweave serve --engine vllm: vLLM's own server, the rule on by default, this project's checks ---------------
 
 KEY = "vllm-test-key"

