@@ -136,7 +136,7 @@ def vllm_server(vllm_here, smollm, tmp_path_factory):
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, (folder / "server.log").read_text()[-3000:]
             time.sleep(2)
-        yield url, smollm
+        yield url, smollm, folder / "server.log"
     finally:
         proc.terminate()
         try:
@@ -155,7 +155,7 @@ def test_the_vllm_server_writes_stored_facts_by_default_to_concurrent_clients(vl
     from agent.decoding.vocab import TokenVocab
     from agent.index import FactIndex
 
-    url, smollm = vllm_server
+    url, smollm, _ = vllm_server
     client = OpenAI(base_url=url, api_key=KEY)
     name = str(smollm.model.name_or_path)
     assert [m.id for m in client.models.list().data] == [name]
@@ -201,7 +201,7 @@ def test_the_vllm_server_refuses_what_the_other_server_refuses(vllm_server, head
     import http.client
     from urllib.parse import urlsplit
 
-    url, smollm = vllm_server
+    url, smollm, _ = vllm_server
     parts = urlsplit(url)
     body = body or b'{"model": "%s", "prompt": "Fact:", "max_tokens": 4}' % str(smollm.model.name_or_path).encode()
     sent = {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}", "Content-Length": str(len(body)),
@@ -214,3 +214,43 @@ def test_the_vllm_server_refuses_what_the_other_server_refuses(vllm_server, head
     connection.endheaders(body)
     reply = connection.getresponse()
     assert reply.status == status, reply.read()[:300]
+
+
+
+def _metric(url: str, name: str) -> float:
+    """One of vLLM's Prometheus metrics (summed over its labels)."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    values = [float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? (\S+)$", text,
+                                                     re.MULTILINE)]
+    assert values, f"vLLM reports no {name}"  # a renamed metric would make the checks below vacuous
+    return sum(values)
+
+
+def test_a_client_that_leaves_stops_its_generation(vllm_server):
+    """Stop: a streaming client that closes its connection has its request aborted by vLLM: it
+    stops running long before the 400 tokens it asked for (the end of text is ignored)."""
+    import time
+
+    from openai import OpenAI
+
+    url, smollm, log = vllm_server
+    client = OpenAI(base_url=url, api_key=KEY)
+    before = _metric(url, "vllm:generation_tokens_total")
+    stream = client.completions.create(model=str(smollm.model.name_or_path), prompt=_prompt(None, "Where did Buck "
+                                       "Owens die?"), max_tokens=400, temperature=0, stream=True,
+                                       extra_body={"ignore_eos": True})
+    received = [chunk for chunk, _ in zip(stream, range(3))]
+    assert len(received) == 3
+    stream.close()
+    deadline = time.monotonic() + 60
+    while _metric(url, "vllm:num_requests_running") > 0:
+        assert time.monotonic() < deadline, log.read_text()[-2000:]
+        time.sleep(0.5)
+    written = _metric(url, "vllm:generation_tokens_total") - before
+    assert 3 <= written < 100, written
+    time.sleep(3)
+    assert _metric(url, "vllm:generation_tokens_total") - before == written  # and none since
