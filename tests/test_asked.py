@@ -139,6 +139,27 @@ def test_a_question_asked_through_a_relative_needs_the_chain_to_reach_it(matcher
     assert chained.by != "chain"
 
 
+# Written for this test: the one asked about named by a relative clause ("the man who directed X").
+@pytest.mark.parametrize(("question", "facts", "answer", "passed"), [
+    ("When did the man who directed Harbour Lights die?",
+     ["Harbour Lights is a 1931 Norvanian film directed by Oskar Lind."], "1931", False),
+    ("When did the man who directed Harbour Lights die?",
+     ["Harbour Lights is a 1931 Norvanian film directed by Oskar Lind.",
+      "Oskar Lind (2 May 1890 - 9 June 1957) was a Norvanian film director."], "9 June 1957", True),
+    ("Where was the woman who founded Kestrel Records born?",
+     ["Kestrel Records was founded in 1988 in Uppsala by Ilse Brandt."], "Uppsala", False),
+    ("Who is the man who directed Harbour Lights?",
+     ["Harbour Lights is a 1931 Norvanian film directed by Oskar Lind."], "Oskar Lind", True),
+    ("Which country is the city that hosted the Velmora Games in?",  # the clause's own preposition
+     ["The Velmora Games were held in Uppsala, Sweden."], "Sweden", True),
+])
+def test_a_relative_clause_names_the_one_asked_about(matcher, question, facts, answer, passed):
+    result = AskedChecker(matcher).check(question, answer, facts, list(range(len(facts))))
+    assert result.passed is passed, result.how
+    if not passed:
+        assert result.by == "chain", result.how
+
+
 # Written for these tests: a question that describes a thing on its way to what it asks ("by a
 # painter from what town?"), answered with that thing, and the answer one fact further.
 @pytest.mark.parametrize(("question", "facts", "chain", "answer", "passed"), [

@@ -342,8 +342,9 @@ def asks_a_named_thing(question: str) -> bool:
 
 def asks_through(question: str, name: str) -> str:
     """The noun through which ``question`` asks about ``name``'s relative or role, when it asks
-    something further of it: "father" in "When was X's father born?" and "director" in "Where
-    was the director of film X born?", not in "Who is X's father?" (the father is the answer).
+    something further of it: "father" in "When was X's father born?", "director" in "Where
+    was the director of film X born?" and "man" in "When did the man who directed X die?", not
+    in "Who is X's father?" (the father is the answer).
     "" when it asks of ``name`` itself."""
     masked = re.sub(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", "X", question, flags=re.IGNORECASE)
     words = re.findall(r"[^\W_]+(?:['’]s)?", masked.rstrip(" ?.!"))
@@ -353,6 +354,11 @@ def asks_through(question: str, name: str) -> str:
             noun, before, after = lower[i + 1], lower[i - 1] if i else "", lower[i + 2:]
             if after or before == "of":
                 return noun
+        if word == "x" and i >= 3 and lower[i - 2] in ("who", "that", "which") \
+                and any(w not in _PHRASE_ENDS for w in lower[i + 1:]):
+            # "the man who directed X die": a relative clause, then what is asked of its noun
+            # (not "the city that hosted X in": a stranded preposition is the clause's own)
+            return lower[i - 3]
         if word == "x" and i >= 2 and lower[i - 1] in ("of", "film", "song", "album", "novel", "book", "band"):
             j = i - 1 if lower[i - 1] == "of" else i - 2
             if j >= 1 and lower[j] == "of":
