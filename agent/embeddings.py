@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,7 @@ class Embedder:
         self.batch_size = batch_size
         self._device = device
         self._loaded: Any = None
+        self._loading = threading.Lock()  # two first encodes at once (UI sessions) load it once
         if dim is None:
             self.dim = self._measure(self._model)
         else:
@@ -128,11 +130,13 @@ class Embedder:
     @property
     def _model(self) -> Any:
         if self._loaded is None:
-            model = self._load(self._source, self._device)
-            if getattr(self, "dim", None) is not None and self._measure(model) != self.dim:
-                raise ModelError(f"embedding model {self.name!r} gives {self._measure(model)} dimensions, "
-                                 f"not the {self.dim} it was saved with")
-            self._loaded = model
+            with self._loading:
+                if self._loaded is None:
+                    model = self._load(self._source, self._device)
+                    if getattr(self, "dim", None) is not None and self._measure(model) != self.dim:
+                        raise ModelError(f"embedding model {self.name!r} gives {self._measure(model)} dimensions, "
+                                         f"not the {self.dim} it was saved with")
+                    self._loaded = model
         return self._loaded
 
     def _measure(self, model: Any) -> int:
