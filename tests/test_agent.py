@@ -187,3 +187,30 @@ def test_the_listed_facts_are_read_and_a_fact_that_says_something_else_proves_no
     elif attempt.get("check"):
         assert attempt["check"]["how"].startswith(("the statement says", "the fact says",
                                                    "the answer restates the whole statement"))
+
+
+def test_a_question_asked_through_a_role_hops_to_who_fills_it(smollm, agent_web):
+    """"Where was the founder of Zorblax Station born?": once a fact of the station is stated,
+    the tree grows with facts about its founder (the name after "founded"), found by name and
+    kept when they open with it or come from the founder's own document; without the role,
+    the hop goes to the names the fact adds in their order (the island first)."""
+    from types import SimpleNamespace
+
+    from agent.pipeline.asked import asked_through
+    from agent.pipeline.chaining import ChainingTree
+
+    question = "Where was the founder of Zorblax Station born?"
+    assert asked_through(question) == ("Zorblax Station", "founder")
+    fact = SimpleNamespace(text="Zorblax Station is a research base on the island of Norvik. It was founded in 1987 "
+                                "by Mira Quell.")
+    hits = agent_web.search(question, 4).hits
+    tree = ChainingTree(hits, smollm.tokenizer, agent_web, question, through=asked_through(question))
+    tree.on_fact(fact)
+    hops = tree.take_hops()
+    assert [h["entity"] for h in hops] == ["Mira Quell"]
+    added = hops[0]["added"]
+    assert any("Oslo" in t for t in added), added  # where she was born: what is asked of her
+    assert all("Mira Quell" in t or t.startswith("She ") for t in added), added  # all about her
+    plain = ChainingTree(hits, smollm.tokenizer, agent_web, question)
+    plain.on_fact(fact)
+    assert [h["entity"] for h in plain.take_hops()] != ["Mira Quell"]

@@ -271,3 +271,17 @@ def test_a_relation_is_numeric_by_the_values_the_knowledge_holds():
     assert {"population", "date of birth", "number of episodes"} <= bundled.numeric
     assert not {"place of birth", "country", "occupation"} & bundled.numeric
     assert labels.merged(bundled).numeric >= {"head count", "population"}
+
+
+def test_the_name_and_role_a_question_asks_through():
+    from agent.pipeline.asked import asked_through
+    from agent.pipeline.chaining import role_holder
+
+    assert asked_through("Who is the spouse of the director of film Lamp Street?") == ("Lamp Street", "director")
+    assert asked_through("When was Ada Quint's father born?") == ("Ada Quint", "father")
+    assert asked_through("Where did the man who composed Grey Orchard study?") == ("Grey Orchard", "man")
+    assert asked_through("Who is Ada Quint's father?") == ("", "")
+    assert asked_through("Where was Ada Quint born?") == ("", "")
+    fact = "Lamp Street is a 1961 drama directed by Robert G. Varn for Dune Pictures and starring Ethel Moor."
+    assert role_holder(fact, "Who is the spouse of the director of film Lamp Street?", "director") == ["Robert G Varn"]
+    assert role_holder("Lamp Street is a 1961 drama starring Ethel Moor.", "Who directed Lamp Street?", "director") == []

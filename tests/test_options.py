@@ -81,3 +81,63 @@ def test_a_difference_of_dates_in_whole_years():
     plan = QuestionPlan("difference", ("Quiet Harbour", "The Winter Gate"))
     answer, shown, how, _ = compute_step(plan, _readings("12 March 1901", "8 June 1915"), FACTS)
     assert (answer, shown) == ("14", True) and "14 years" in how
+
+
+def test_the_one_who_fills_a_role_is_found_by_the_words_of_their_name():
+    """A film's fact names its director among other names, written with an initial's period or
+    run together with a company by "for": the role's name is the one right after the word that
+    says the role; a passage about that person may open with their full name."""
+    from agent.pipeline.chaining import JOINED, nearest_after, opens_with_name
+
+    fact = "Lamp Street is a 1961 drama directed by Robert G. Varn and starring Ethel Moor."
+    assert nearest_after(fact, "director", ["Ethel Moor", "Robert G Varn"])[0] == "Robert G Varn"
+    joined = "Oliver Dane for Charles Rogers Productions"
+    assert [p for p in JOINED.split(joined)] == ["Oliver Dane", "Charles Rogers Productions"]
+    assert opens_with_name("Victor Arthur Eduard Jansen (25 September 1884 – 1960) was an actor.", "Victor Jansen")
+    assert opens_with_name("Antony Basker Rao (born 21 April 1925), also known as A. B. Rao, is a director.", "A B Rao")
+    assert opens_with_name("Hilde von Stolz (1903–1973) was an actress.", "Hilde von Stolz")
+    assert opens_with_name("Robert G. Varn (August 5, 1882 – 1953) was a director.", "Robert G Varn")
+    # another person of the same first name, or the name later in the sentence, is not it
+    assert not opens_with_name("Victor Saville (25 September 1895 – 8 May 1979) was a director.", "Victor Jansen")
+    assert not opens_with_name("Wolf received piano lessons from Anna Rilla.", "Wolf Rilla")
+    assert not opens_with_name("Lamp Street is a drama directed by Victor Jansen.", "Victor Jansen")
+
+
+def test_an_option_s_facts_are_its_own_a_qualified_title_is_not_its_namesake():
+    """A fact is about an option when it names it or comes from its document; a title written
+    with a qualifier ("(1940 film)") has namesakes, so a fact of another document naming the bare
+    title is not about it."""
+    from types import SimpleNamespace
+
+    from agent.pipeline.chaining import bare_name
+    from agent.pipeline.options import _of_option
+
+    def hit(title: str) -> SimpleNamespace:
+        return SimpleNamespace(provenance={"title": title})
+
+    option = "Grey Orchard (1940 Film)"
+    assert bare_name(option) == "Grey Orchard" and bare_name("Dune Sea") == "Dune Sea"
+    assert _of_option("Grey Orchard is a 1940 drama directed by Ada Quint.", hit("Grey Orchard (1940 film)"), option)
+    assert _of_option("It was shot in Lisbon.", hit("Grey Orchard (1940 film)"), option)  # its own document
+    assert not _of_option("Grey Orchard is a 1981 comedy.", hit("Grey Orchard"), option)  # the namesake's
+    assert _of_option("<Grey Orchard> <director> <Ada Quint> .", None, option)  # a triple: no document
+    assert _of_option("Dune Sea was released in 1954.", hit("Dune Sea"), "Dune Sea")
+    assert not _of_option("Dune Seaside is a town.", hit("Dune Seaside"), "Dune Sea")
+
+
+def test_a_same_question_compares_values_of_the_kind_it_names():
+    """"Are both from the same country?" compares countries: of a fact's names, those the
+    embedder puts near the word (a nationality, a country), never a title or a person; with
+    no name of that kind the option is left unread."""
+    from agent.embeddings import Embedder
+    from agent.pipeline.options import same_attribute, values_of_kind
+
+    assert same_attribute("Are both Lamp Street and Dune Sea from the same country?") == "country"
+    assert same_attribute("Do the two directors share the same nationality?") == "nationality"
+    assert same_attribute("Which is older, Lamp Street or Dune Sea?") == ""
+    embedder = Embedder()
+    assert values_of_kind(embedder, "country", ["Grey Orchard", "American", "Eleanor Quint"]) == ["American"]
+    assert values_of_kind(embedder, "country", ["Ponce", "Puerto Rico"])[0] == "Puerto Rico"
+    assert values_of_kind(embedder, "nationality", ["Ada Quint", "Hungarian", "Columbia Pictures"]) == ["Hungarian"]
+    assert values_of_kind(embedder, "country", ["Grey Orchard: The Cow Hand", "Eleanor Quint"]) == []
+    assert values_of_kind(embedder, "country", ["Internet"]) == []  # a field, not a country

@@ -79,3 +79,10 @@ def test_options_are_the_knowledges_names_or_the_questions_own():
     # names the knowledge does not hold: the question's capitalised names, split at "and"/"or"
     assert find_options("Were Ada Quint and Bo Rask born in the same town?", [])[0] == ["Ada Quint", "Bo Rask"]
     assert find_options("Where was Ada Quint born?", [])[0] == ["Ada Quint"]
+    # a title's qualifier is part of its name, not a third option
+    assert find_options("Did Harbor Lights (1954 film) or Dune Sea come out first?", [])[0] == [
+        "Harbor Lights (1954 film)", "Dune Sea"]
+    assert find_options("Are the makers of Grey Orchard (novel) and Lamp Street (1961 Film) from one country?",
+                        [])[0] == ["Grey Orchard (novel)", "Lamp Street (1961 Film)"]
+    assert find_options("Is Dune Sea older than Harbor Lights (1954 film)?", ["Dune Sea", "Harbor Lights"])[0] == [
+        "Dune Sea", "Harbor Lights (1954 film)"]

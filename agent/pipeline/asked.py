@@ -369,6 +369,18 @@ def asks_through(question: str, name: str) -> str:
     return ""
 
 
+def asked_through(question: str) -> tuple[str, str]:
+    """The first name ``question`` gives that it asks through a relative or role, and that
+    noun (:func:`asks_through`): ("Lamp Street", "director") for "Who is the spouse of the
+    director of film Lamp Street?"; ("", "") when it asks of what it names."""
+    for name in _question_names(question):
+        name = re.sub(r"['’]s$", "", name)  # "Ada Quint's father": the name is Ada Quint
+        noun = re.sub(r"['’]s$", "", asks_through(question, name))
+        if noun:
+            return name, noun
+    return "", ""
+
+
 # The closed classes of English words that end an indefinite noun phrase of a question: a
 # preposition, a relative pronoun or a wh-word.
 _PHRASE_ENDS = frozenset({"in", "from", "of", "by", "with", "for", "at", "on", "to", "into", "near", "during", "that",

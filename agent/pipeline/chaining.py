@@ -8,6 +8,10 @@ statement's names that the question does not name) are searched in the knowledge
 facts join the tree (:class:`~agent.index.union.GrowingFactIndex`) before the next ``Fact:`` line
 of the same generation; each is searched in the question's context (:func:`hop_query`). Hops
 are bounded (``max_hops`` searches per attempt, ``k`` facts each, ``max_facts`` added in all).
+A question asked through a role of a thing it names ("Where did the director of film X
+study?", :func:`~.asked.asked_through`) hops from a fact of X to who fills the role alone (the
+name right after the word that says it, :func:`role_holder`), and keeps the facts about them
+(:func:`is_about`): their name opens the fact, or the fact comes from their own document.
 
 The callback runs in the generating thread; the hop records it writes are read by the pipeline
 between tokens (``take_hops``), which emits them as trace steps.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -120,14 +125,119 @@ def subject_relations(index: FactTree, tokenizer: Any, subject: str, *, max_node
     return [r for r in found if r]
 
 
-# A role the question goes past: "the mother of the director of X", "the place of death of X's
-# father", "where did the director of X study".
+def _role_word(fact: str, role: str) -> re.Match[str] | None:
+    """The first word of ``fact`` that says ``role`` by its stem ("directed" for "director")."""
+    stem = role[:max(4, min(5, len(role) - 1))].lower()
+    return re.search(rf"\b{re.escape(stem)}\w*", fact, flags=re.IGNORECASE)
+
+
+def nearest_after(fact: str, role: str, names: Sequence[str]) -> list[str]:
+    """``names`` ordered by how soon they follow the first word of ``fact`` that says ``role``
+    ("directed by Ray Taylor" for "director"); names before it come last. A name is found by its
+    words, whatever stands between them ("Robert G Vignola" in "Robert G. Vignola")."""
+    m = _role_word(fact, role)
+    if m is None:
+        return list(names)
+    at = m.end()
+
+    def where(name: str, start: int) -> int:
+        words = re.findall(r"\w+", name)
+        if not words:
+            return -1
+        found = re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)",
+                           re.IGNORECASE).search(fact, start)
+        return found.start() if found else -1
+
+    def distance(name: str) -> int:
+        after = where(name, at)
+        return after - at if after >= 0 else 10_000 + where(name, 0)
+
+    return sorted(names, key=distance)
+
+
+# Words that join two names in one capitalised run ("Oliver Drake for Charles Rogers
+# Productions", "Ann Lee and Bo Rask"): a role is filled by one of them.
+JOINED = re.compile(r"\s+(?:and|or|for|with|by|from|at|as|to)\s+")
+
+
+def _name_words(text: str) -> list[str]:
+    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return re.findall(r"\w+", plain.lower())
+
+
+def opens_with_name(text: str, name: str) -> bool:
+    """Whether ``text`` opens with ``name`` (a sentence about it), perhaps written in full:
+    "Victor Arthur Eduard Janson (1884 – 1960) was ..." opens with Victor Janson, "Antony Basker
+    Raj (born 1925) ..." with A. B. Raj: the name's words, in order, among the capitalised words
+    the text opens with (the first word first; an initial stands for a word it begins)."""
+    head = _name_words(name)
+    if not head:
+        return False
+    opening: list[str] = []
+    for token in text.split()[: len(head) + 6]:
+        words = _name_words(token)
+        core = token.lstrip("\"'“‘(")
+        if not words or not (core[:1].isupper() or all(w in head for w in words)):
+            break
+        opening.extend(words)
+        if re.search(r"[,;:(]", token):
+            break
+
+    def same(a: str, b: str) -> bool:
+        return a == b or (len(a) == 1 and b.startswith(a)) or (len(b) == 1 and a.startswith(b))
+
+    if not opening or not same(head[0], opening[0]):
+        return False
+    at = 1
+    for word in head[1:]:
+        while at < len(opening) and not same(word, opening[at]):
+            at += 1
+        if at == len(opening):
+            return False
+        at += 1
+    return True
+
+
+# A title's parenthesised qualifier ("Oliver Drake (filmmaker)", "Sabotage (1936 film)").
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def bare_name(name: str) -> str:
+    """``name`` without a title's trailing qualifier: "Ek Hi Bhool (1940 Film)" -> "Ek Hi Bhool"."""
+    return _QUALIFIER.sub("", name).strip() or name
+
+
+def is_about(hit: Any, name: str) -> bool:
+    """Whether a web hit is a fact about ``name`` (a person a role led to): it opens with the
+    name (:func:`opens_with_name`), or it comes from the document titled with it ("She was born
+    in Oslo." from "Mira Quell"; "Oliver Drake (filmmaker)" is titled with Oliver Drake)."""
+    if opens_with_name(hit.text, name):
+        return True
+    title = str((getattr(hit, "provenance", None) or {}).get("title", ""))
+    return bool(title) and _name_words(bare_name(title)) == _name_words(name)
+
+
+def _says_name(fact: str, name: str) -> bool:
+    words, inner = _name_words(fact), _name_words(name)
+    return bool(inner) and any(words[i:i + len(inner)] == inner for i in range(len(words) - len(inner) + 1))
+
+
+def role_holder(fact: str, question: str, role: str) -> list[str]:
+    """Who fills ``role`` in ``fact`` ("Lamp Street is a 1961 drama directed by Ann Lee and
+    starring Bo Rask" -> ["Ann Lee"]): of the names ``fact`` adds to ``question``, the one
+    nearest after the word that says the role; [] when no word of ``fact`` says it."""
+    if _role_word(fact, role) is None:
+        return []
+    names = [p for e in bridge_entities(fact, question, limit=8) for p in JOINED.split(e) if p and p[0].isupper()]
+    return nearest_after(fact, role, list(dict.fromkeys(names)))[:1]
+
+
 class ChainingTree:
     """The per-question tree over ``hits`` that grows as facts are stated (see the module
     docstring). ``hit(fact_id)`` is the web hit behind a fact of the tree, found by id."""
 
     def __init__(self, hits: Sequence[FactHit], tokenizer: Any, web: KnowledgeWeb | None, question: str, *,
-                 max_hops: int = 3, k: int = 5, max_facts: int = 60) -> None:
+                 max_hops: int = 3, k: int = 5, max_facts: int = 60, through: tuple[str, str] = ("", "")) -> None:
         unique: dict[str, FactHit] = {}
         for h in hits:
             unique.setdefault(h.text, h)
@@ -136,6 +246,9 @@ class ChainingTree:
         self.index = GrowingFactIndex(base, tokenizer, max_facts=max_facts)
         self.web, self.question = web, question
         self.max_hops, self.k = max_hops, k
+        # A question asked through a role of a name it gives ("the spouse of the director of
+        # film X": ("X", "director")): a fact of X hops to who fills the role alone.
+        self.named, self.role = through
         self._texts = set(unique)
         self._searched: set[str] = set()
         self._hops: list[dict[str, Any]] = []
@@ -154,16 +267,22 @@ class ChainingTree:
         """Search the entities ``done`` adds and grow the tree with their facts (bounded)."""
         if self.web is None:
             return
-        for entity in bridge_entities(done.text, self.question):
+        holder = role_holder(done.text, self.question, self.role) if self.role and _says_name(done.text, self.named) else []
+        for entity in holder or bridge_entities(done.text, self.question):
             with self._lock:
                 if len(self._searched) >= self.max_hops or entity.casefold() in self._searched:
                     continue
                 self._searched.add(entity.casefold())
             t = time.perf_counter()
             query = hop_query(self.question, done.text, entity)
+            if holder:
+                # Who fills the role: the facts about them (:func:`is_about`), found by the name
+                # alone and with the question (the question alone brings X's facts back).
+                hits = [h for q in (entity, query) for h in self.web.search(q, 2 * self.k).hits if is_about(h, entity)]
+            else:
+                hits = self.web.search(query, 2 * self.k).hits
             # Twice k: facts the tree already holds (the anchor's own) are skipped, not counted.
-            found = list({h.text: h for h in self.web.search(query, 2 * self.k).hits
-                          if h.text not in self._texts}.values())[: self.k]
+            found = list({h.text: h for h in hits if h.text not in self._texts}.values())[: self.k]
             ids = self.index.grow(Fact.from_statement(h.text, h.source) for h in found) if found else []
             added = found[: len(ids)]
             with self._lock:

@@ -63,7 +63,7 @@ from ..web.retrieval import merge_hits, rank
 from ..web.subqueries import write_subqueries
 from .agent_options import AgentOptions
 from .attempts import GenerationAttempts, emit, since
-from .asked import AskedChecker, RelationLabels, RelationMatcher
+from .asked import AskedChecker, RelationLabels, RelationMatcher, asked_through
 from .chaining import ChainingTree
 from .conversation import Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
 from .grounding import DONT_KNOW, clean_answer, knows
@@ -429,7 +429,8 @@ class FactAgent:
             return {"attempts": state["attempts"] + [record], "steps": [record]}
         t = time.perf_counter()
         chain = ChainingTree(chosen, self.generator.tokenizer, self.web if self.options.max_hops else None,
-                             state["question"], max_hops=self.options.max_hops, k=self.options.hop_k, max_facts=self.options.max_tree_facts)
+                             state["question"], max_hops=self.options.max_hops, k=self.options.hop_k,
+                             max_facts=self.options.max_tree_facts, through=asked_through(state["question"]))
         tree_s = since(t)
         listed = [h.text for h in chosen]
         prompt = [{"role": "user", "content": listed_question(state["question"], list(dict.fromkeys(listed)))}]

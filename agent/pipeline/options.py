@@ -19,6 +19,13 @@ is constrained to the per-question tree, which grows with the facts of the entit
 fact brings in (:class:`~.chaining.ChainingTree`); those new facts are written into the reply
 as ``Found:`` lines, so the model reads them before it goes on (IRCoT's interleaving, with one
 prompt read: the key/value cache is kept throughout, :class:`~agent.decoding.greedy.DecodeSession`).
+An option's facts are those that name it or come from its document (a title's qualifier,
+"(1940 film)", says a fact of another document naming the bare title is a namesake's); when
+none the question retrieved fits the step, the web is searched for the option by name. With a
+role, the second fact is about who fills it (:func:`~.chaining.role_holder`,
+:func:`~.chaining.is_about`). An order in the time of lives ("whose director died first")
+reads that date of a life only (a film's year in the director's fact is not his birth), and
+"the same country" compares values the embedder puts near "country" (:func:`values_of_kind`).
 The ``Value:`` lines are the model's reading; the step itself is code (:mod:`.values`): each
 value must be held by a fact stated for its option (a date by a date a fact gives, a number by
 a number, a word by the same words), then the dates or numbers are compared, or the two values
@@ -33,6 +40,7 @@ Example::
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -48,7 +56,7 @@ from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
 from ..web.keywords import extract_keywords, only_in_longer_names
-from .chaining import bridge_entities
+from .chaining import bare_name, bridge_entities, is_about, role_holder
 from .grounding import says_form
 from .plan import QuestionPlan
 from .values import Dated, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
@@ -67,8 +75,17 @@ FOUND_FACTS = 2
 # How much closer "date of birth" must be to the question than "date of death" (or the other
 # way) for the step to read that date of a life by itself.
 EVENT_MARGIN = 0.03
+# ... and at least this close to the question: "Who died first?" 0.45 to "date of death", "Which
+# came out first?" 0.11 to either (measured with the bundled embedder).
+EVENT_FLOOR = 0.25
 # Below this cosine two values that differ in words are different (not two names of one thing).
 DIFFERENT_BELOW = 0.5
+# A value compared for "the same <attribute>" is of that kind when its cosine with the word is at
+# least TYPE_FLOOR and within TYPE_MARGIN of the closest value's (measured with the bundled
+# embedder: countries and nationalities 0.44-0.70 to "country", "Internet" 0.37, a city 0.30,
+# people and titles 0.10-0.24).
+TYPE_FLOOR = 0.4
+TYPE_MARGIN = 0.15
 
 
 @dataclass
@@ -118,8 +135,6 @@ class OptionsResult:
 def _ask_for(first: str, first_option: str, option: str) -> str:
     """The first option's question asked of ``option`` (its name put in place), or "" when
     the first question does not name its option."""
-    import re
-
     pattern = re.compile(re.escape(first_option), re.IGNORECASE)
     return pattern.sub(lambda _: option, first, count=1) if first and pattern.search(first) else ""
 
@@ -169,6 +184,18 @@ class OptionsStep:
                     shown[0] = len(text)
 
         readings: list[OptionReading] = []
+        attribute = same_attribute(question) if plan.kind == "same" else ""
+        # An order in the time of lives ("whose director died first"): only that date of a
+        # life counts (a film's year in the director's fact is not his birth).
+        event = self.event(question, plan) if _wants_dates(plan) else ""
+
+        def dated(texts: Sequence[str]) -> list[str]:
+            return [t for t in texts if (_life_date(t, event) if event else dates_in(t))]
+
+        def typed(texts: Sequence[str], option: str) -> list[str]:
+            """Those of ``texts`` that hold a value of the attribute compared (all without one)."""
+            return [t for t in texts if self._typed(attribute, _values(plan, [t], option))] if attribute else list(texts)
+
         for option in plan.options:
             if stop is not None and stop.is_set() or session.ended:
                 break
@@ -176,13 +203,21 @@ class OptionsStep:
             readings.append(reading)
             session.feed(self._encode(f"Option: {option}\n"), reply=True)
             show()
-            # Its facts: those that name it (none: the option stays unread; another's facts
-            # prove nothing about it).
-            about = [t for t in known if _names(t, option)]
-            if plan.role:  # its fact must say who fills the role ("directed by")
-                about = [t for t in about if says_form(_words(t), plan.role)] or about
-            elif _wants_dates(plan):  # the option's own date: a fact that gives one
-                about = [t for t in about if dates_in(t)] or about
+            # Its facts: those that name it, or come from its own document (none listed: the
+            # web searched for it by name; still none: the option stays unread, another's
+            # facts prove nothing about it).
+            about = [t for t in known if _of_option(t, known[t], option)]
+            def fitting(texts: Sequence[str]) -> list[str]:
+                if plan.role:
+                    return _fitting(plan, texts)
+                fit = typed(_fitting(plan, texts), option)
+                return (dated(fit) or fit) if event else fit
+
+            fit = fitting(about)
+            if not fit:  # none listed fits the step: the web asked for the option's own facts
+                about = list(dict.fromkeys([*about, *self._look_up(option, known, hops)]))
+                fit = fitting(about)
+            about = fit or about
             first = self._state(session, about, stated, known, tokenizer, show)
             if first is None:
                 continue
@@ -192,7 +227,8 @@ class OptionsStep:
                 # in that role, and read the value from it alone.
                 bridges = self._hop(question, option, first, known, hops, role=plan.role)
                 if _wants_dates(plan):
-                    bridges = [t for t in bridges if dates_in(t)]
+                    bridges = dated(bridges)
+                bridges = typed(bridges, option) or bridges
                 second = self._state(session, bridges, stated, known, tokenizer, show) if bridges else None
                 if second is None:
                     reading.via = ""
@@ -204,13 +240,15 @@ class OptionsStep:
             else:
                 reading.read_from = list(reading.facts)
             candidates = _values(plan, [stated[i] for i in reading.read_from], option)
-            known_date = self._life_value(question, plan, [stated[i] for i in reading.read_from])
+            if attribute:  # "the same country": values of that kind only ("American", not a title)
+                candidates = self._typed(attribute, candidates)
+            known_date = self._life_value(event, [stated[i] for i in reading.read_from])
             session.feed(self._encode("Answer:"), reply=True)
             if known_date:
                 reading.value = known_date
                 reading.via = "the date the question asks of a life (birth or death), read by code"
                 session.feed(self._encode(f" {reading.value}\n"), reply=True)
-            elif candidates:
+            elif candidates and not event:
                 pick, _ = session.choose([self._encode(f" {c}") for c in candidates])
                 reading.value = candidates[pick]
                 session.feed(self._encode(f" {reading.value}\n"), reply=True)
@@ -246,17 +284,12 @@ class OptionsStep:
         stated.append(fact)
         return fact
 
-    def _life_value(self, question: str, plan: QuestionPlan, facts: Sequence[str]) -> str:
-        """For an order in time between people: the birth or death date (as the question asks)
-        their fact gives, read by :func:`~.values.life_dates`; "" when not both known."""
-        if plan.order not in ("earlier", "later") and plan.kind != "difference":
-            return ""
-        event = self.event(question, plan)
-        if not event:
-            return ""
-        for fact in reversed(facts):
-            birth, death = life_dates(fact)
-            date = birth if event == "birth" else death
+    @staticmethod
+    def _life_value(event: str, facts: Sequence[str]) -> str:
+        """For an order in the time of lives: the birth or death date (``event``) the last of
+        ``facts`` giving one gives, read by :func:`~.values.life_dates`; "" when none does."""
+        for fact in reversed(facts if event else ()):
+            date = _life_date(fact, event)
             if date is not None:
                 return date.text
         return ""
@@ -264,16 +297,35 @@ class OptionsStep:
     def event(self, question: str, plan: QuestionPlan) -> str:
         """Which date of a life the question compares: "birth" when its order word is one of
         age (older, younger: born earlier or later), else the closer of "date of birth" and
-        "date of death" to the question by the relation matcher (by a margin); "" if neither."""
+        "date of death" to the question by the relation matcher (by a margin, and close enough:
+        "Which came out first?" asks neither); "" if neither."""
         if plan.age:
             return "birth"
         if self.matcher is None:
             return ""
         ranked = dict(self.matcher.ranked(question, [*plan.options, plan.role], ["date of birth", "date of death"]))
         birth, death = ranked.get("date of birth", -1.0), ranked.get("date of death", -1.0)
-        if abs(birth - death) < EVENT_MARGIN:
+        if abs(birth - death) < EVENT_MARGIN or max(birth, death) < EVENT_FLOOR:
             return ""
         return "birth" if birth > death else "death"
+
+    def _typed(self, attribute: str, values: Sequence[str]) -> list[str]:
+        return values_of_kind(self.matcher.embedder, attribute, values) if self.matcher is not None else list(values)
+
+    def _look_up(self, option: str, known: dict[str, Any], hops: list[dict[str, Any]]) -> list[str]:
+        """The facts of ``option`` the web finds by its name (without a title's "(1940 film)")
+        when none of the question's retrieved facts is about it; they join ``known``."""
+        if self.web is None:
+            return []
+        t = time.perf_counter()
+        query = bare_name(option)
+        found = [h for h in self.web.search(query, 2 * self.hop_k).hits if _of_option(h.text, h, option)]
+        for hit in found[: self.hop_k]:
+            known.setdefault(hit.text, hit)
+        found = [h.text for h in found[: self.hop_k]]
+        hops.append({"step": "option", "entity": option, "query": query, "added": found,
+                     "seconds": round(time.perf_counter() - t, 4)})
+        return found
 
     def _hop(self, question: str, option: str, fact: str, known: dict[str, Any],
              hops: list[dict[str, Any]], role: str = "") -> list[str]:
@@ -284,7 +336,7 @@ class OptionsStep:
             return []
         entities = bridge_entities(fact, f"{question} {option}", limit=8)
         if role:
-            entities = _nearest_after(fact, role, entities)[:1]
+            entities = role_holder(fact, f"{question} {option}", role) or entities[:1]
         out: list[str] = []
         for entity in entities[:2]:
             t = time.perf_counter()
@@ -292,7 +344,7 @@ class OptionsStep:
             # question's words would bring back the options' own facts).
             query = entity if role else f"{entity}: {question}"
             found = [h for h in self.web.search(query, 2 * self.hop_k).hits
-                     if (_starts_with(h.text, entity) if role else _names(h.text, entity))]
+                     if (is_about(h, entity) if role else _names(h.text, entity))]
             added = []
             for hit in found[: self.hop_k]:
                 if hit.text not in known:
@@ -385,8 +437,6 @@ def _hold(reading: OptionReading, facts: Sequence[str], kind: str, order: str) -
 
 
 def _numbers(text: str) -> list[str]:
-    import re
-
     return re.findall(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?", text)
 
 
@@ -473,28 +523,55 @@ def _words(text: str) -> list[str]:
     return normalize_answer(text.replace("<", " ").replace(">", " ")).split()
 
 
-def _nearest_after(fact: str, role: str, names: Sequence[str]) -> list[str]:
-    """``names`` ordered by how soon they follow the first word of ``fact`` that says ``role``
-    ("directed by Ray Taylor" for "director"); names before it come last."""
-    import re
-
-    stem = role[:max(4, min(5, len(role) - 1))].lower()
-    m = re.search(rf"\b{re.escape(stem)}\w*", fact, flags=re.IGNORECASE)
-    if m is None:
-        return list(names)
-    at = m.end()
-
-    def distance(name: str) -> int:
-        where = fact.find(name, at)
-        return where - at if where >= 0 else 10_000 + fact.find(name)
-
-    return sorted(names, key=distance)
+def _of_option(text: str, hit: Any, option: str) -> bool:
+    """Whether a fact is about ``option``: it was read from the document that bears its name, or
+    it names it. A title's qualifier says the bare name is shared ("Ek Hi Bhool (1940 film)",
+    "Ek Hi Bhool" of 1981): then a fact naming the bare name counts only from the option's own
+    document or from none named (a triple)."""
+    title = normalize_answer((getattr(hit, "provenance", None) or {}).get("title", ""))
+    if title and title == normalize_answer(option):
+        return True
+    if _names(text, option):
+        return True
+    bare = bare_name(option)
+    return bare != option and not title and _names(text, bare)
 
 
-def _starts_with(text: str, name: str) -> bool:
-    """Whether ``text`` is about ``name``: it opens with the name (a sentence's subject)."""
-    words, head = _words(text), _words(name)
-    return bool(head) and words[:len(head)] == head
+def values_of_kind(embedder: Any, attribute: str, values: Sequence[str]) -> list[str]:
+    """Those of ``values`` that are of the kind ``attribute`` names ("country": "American",
+    "Puerto Rico"; not "Eleanor Gates"), by ``embedder``: at least ``TYPE_FLOOR`` close to the
+    word and within ``TYPE_MARGIN`` of the closest, closest first."""
+    if not values or not attribute:
+        return list(values)
+    import numpy as np
+
+    vectors = np.asarray(embedder.encode([attribute, *values]), dtype=np.float32)
+    sims = vectors[1:] @ vectors[0]
+    best = float(sims.max())
+    keep = [(float(sim), v) for sim, v in zip(sims, values) if sim >= TYPE_FLOOR and sim >= best - TYPE_MARGIN]
+    return [v for _, v in sorted(keep, key=lambda pair: -pair[0])]
+
+
+def _life_date(fact: str, event: str) -> Dated | None:
+    birth, death = life_dates(fact)
+    return birth if event == "birth" else death
+
+
+def same_attribute(question: str) -> str:
+    """What a same-or-different question compares, the noun after "same" ("Are both from the
+    same country?" -> "country"); "" when it does not say."""
+    m = re.search(r"\bsame\s+([^\W\d_]+)", question, flags=re.IGNORECASE)
+    return m.group(1).lower() if m else ""
+
+
+def _fitting(plan: QuestionPlan, facts: Sequence[str]) -> list[str]:
+    """The ``facts`` of an option the step can use first: with a role, those that say who fills
+    it ("directed by"); for an order in time, those that give a date; else all."""
+    if plan.role:
+        return [t for t in facts if says_form(_words(t), plan.role)]
+    if _wants_dates(plan):
+        return [t for t in facts if dates_in(t)]
+    return list(facts)
 
 
 def _wants_dates(plan: QuestionPlan) -> bool:

@@ -133,6 +133,13 @@ def _mentions(question: str, name: str) -> int:
     return m.start() if m else -1
 
 
+def _qualified_end(question: str, end: int) -> int:
+    """Where a name ending at ``end`` ends with the qualifier written after it: "The Pit And The
+    Pendulum (1913 Film)" is one name (a title's qualifier), not a title and a year."""
+    m = re.match(r"\s*\([^()]{1,40}\)", question[end:])
+    return end + m.end() if m else end
+
+
 def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[list[str], str]:
     """The names of ``names`` (the knowledge's) that ``question`` names, longest first without
     overlaps, in the question's order; fewer than two: the question's own capitalised names.
@@ -142,7 +149,7 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
         at = _mentions(question, name)
         if at < 0:
             continue
-        end = at + len(name)
+        end = _qualified_end(question, at + len(name))
         if any(at < e and s < end for s, e, _ in spans):
             continue
         spans.append((at, end, question[at:end]))
@@ -159,9 +166,12 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
                 if not name or not any(c.isupper() or c.isdigit() for c in name):
                     continue
                 at = _mentions(question, name)
-                if at < 0 or any(at < e and s < at + len(name) for s, e, _ in spans):
+                if at < 0:
                     continue
-                spans.append((at, at + len(name), name))
+                end = _qualified_end(question, at + len(name))
+                if any(at < e and s < end for s, e, _ in spans):
+                    continue
+                spans.append((at, end, question[at:end]))
         how = "the question's capitalised names"
     spans.sort()
     return [text for _, _, text in spans[:limit] if text], how
