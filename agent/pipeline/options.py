@@ -186,8 +186,11 @@ class OptionsStep:
         readings: list[OptionReading] = []
         attribute = same_attribute(question) if plan.kind == "same" else ""
         # An order in the time of lives ("whose director died first"): only that date of a
-        # life counts (a film's year in the director's fact is not his birth).
+        # life counts (a film's year in the director's fact is not his birth). Lives for sure
+        # when a role leads to them or the question says born or died; an age word alone may
+        # be a film's ("Which film is older?": its year counts).
         event = self.event(question, plan) if _wants_dates(plan) else ""
+        lives = bool(event) and (bool(plan.role) or not plan.age)
 
         def dated(texts: Sequence[str]) -> list[str]:
             return [t for t in texts if (_life_date(t, event) if event else dates_in(t))]
@@ -248,7 +251,7 @@ class OptionsStep:
                 reading.value = known_date
                 reading.via = "the date the question asks of a life (birth or death), read by code"
                 session.feed(self._encode(f" {reading.value}\n"), reply=True)
-            elif candidates and not event:
+            elif candidates and not lives:
                 pick, _ = session.choose([self._encode(f" {c}") for c in candidates])
                 reading.value = candidates[pick]
                 session.feed(self._encode(f" {reading.value}\n"), reply=True)
