@@ -38,7 +38,7 @@ from ..index.union import GrowingFactIndex
 from ..knowledge.facts import Fact
 from ..knowledge.normalize import normalize_answer
 from ..web.keywords import extract_keywords
-from .grounding import connected_prefix
+from .grounding import connected_prefix, holds_answer
 
 if TYPE_CHECKING:
     from ..decoding.generate import Answer, FactGenerator, GenerationEvent, Prompt
@@ -217,11 +217,6 @@ def is_about(hit: Any, name: str) -> bool:
     return bool(title) and _name_words(bare_name(title)) == _name_words(name)
 
 
-def _says_name(fact: str, name: str) -> bool:
-    words, inner = _name_words(fact), _name_words(name)
-    return bool(inner) and any(words[i:i + len(inner)] == inner for i in range(len(words) - len(inner) + 1))
-
-
 def role_holder(fact: str, question: str, role: str) -> list[str]:
     """Who fills ``role`` in ``fact`` ("Lamp Street is a 1961 drama directed by Ann Lee and
     starring Bo Rask" -> ["Ann Lee"]): of the names ``fact`` adds to ``question``, the one
@@ -267,7 +262,7 @@ class ChainingTree:
         """Search the entities ``done`` adds and grow the tree with their facts (bounded)."""
         if self.web is None:
             return
-        holder = role_holder(done.text, self.question, self.role) if self.role and _says_name(done.text, self.named) else []
+        holder = role_holder(done.text, self.question, self.role) if self.role and holds_answer(done.text, self.named) else []
         for entity in holder or bridge_entities(done.text, self.question):
             with self._lock:
                 if len(self._searched) >= self.max_hops or entity.casefold() in self._searched:
