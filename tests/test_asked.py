@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agent.knowledge.kamel import relations_file, value_types_file
-from agent.pipeline.asked import AskedChecker, RelationLabels, RelationMatcher
+from agent.pipeline.asked import AskedChecker, RelationLabels, RelationMatcher, asked_through
 
 
 @pytest.fixture(scope="module")
@@ -285,3 +285,35 @@ def test_the_name_and_role_a_question_asks_through():
     fact = "Lamp Street is a 1961 drama directed by Robert G. Varn for Dune Pictures and starring Ethel Moor."
     assert role_holder(fact, "Who is the spouse of the director of film Lamp Street?", "director") == ["Robert G Varn"]
     assert role_holder("Lamp Street is a 1961 drama starring Ethel Moor.", "Who directed Lamp Street?", "director") == []
+
+
+# Written for this test: a question asked through a role, asked again of whom the chain reached.
+@pytest.mark.parametrize(("question", "holder", "asked"), [
+    ("Who is the spouse of the director of film Lamp Street?", "Ann Lee", "Who is the spouse of Ann Lee?"),
+    ("When was Ada Quint's father born?", "Bo Quint", "When was Bo Quint born?"),
+    ("Where did the director of film Reverse Tide (Film) study?", "Ola Brun", "Where did Ola Brun study?"),
+    ("When did the man who directed Harbour Lights die?", "Oskar Lind", "When did Oskar Lind die?"),
+])
+def test_a_question_through_a_role_is_asked_again_of_whom_it_reached(question, holder, asked):
+    from agent.pipeline.asked import ask_past
+
+    named, role = asked_through(question)
+    assert ask_past(question, named, role, holder) == asked
+
+
+def test_past_a_role_the_fact_about_whom_it_reached_is_checked_against_what_is_asked_of_them(matcher):
+    """"Who is the spouse of the director of film Lamp Street?": the fact about the director is
+    checked against "Who is the spouse of Ann Lee?" (the whole question asks "director" most);
+    a relation whose values are numbers says nothing of a name ("had three children by her
+    husband, Bo Rask" says no number of children of him), one of things nothing of a date."""
+    question = "Who is the spouse of the director of film Lamp Street?"
+    film = "Lamp Street is a 1961 drama directed by Ann Lee."
+    spouse = AskedChecker(matcher).check(question, "Bo Rask", [film, "Ann Lee had three children by her husband, "
+                                                                      "the actor Bo Rask."], [0, 1])
+    assert spouse.passed and spouse.fact == 1, spouse.how
+    born = AskedChecker(matcher).check(question, "Bergen", [film, "Ann Lee was born in Bergen in 1920."], [0, 1])
+    assert not born.passed, born.how
+    died = "When did the man who directed Harbour Lights die?"
+    life = ["Harbour Lights is a 1931 Norvanian film directed by Oskar Lind.",
+            "Oskar Lind (2 May 1890 - 9 June 1957) was a Norvanian film director."]
+    assert AskedChecker(matcher).check(died, "9 June 1957", life, [0, 1]).passed

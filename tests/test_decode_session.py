@@ -100,3 +100,35 @@ def test_a_rewound_reply_goes_on_as_if_never_written(smollm, demo_index, demo_ge
     other.feed(demo_generator._encode("Answer:"), reply=True)
     list(other.generate(16, line_done=True))
     assert decode_tokens(smollm.tokenizer, session.out) == decode_tokens(smollm.tokenizer, other.out)
+
+
+def _fresh(smollm, demo_index, demo_generator, question):
+    prompt = demo_generator.render(question)
+    session = DecodeSession(TransformersSteps(smollm.model), demo_generator.vocab, demo_generator.vocab.eos_ids,
+                            tracker=FactTracker(demo_index, demo_generator.vocab), prompt_text=prompt)
+    session.feed(demo_generator._encode(prompt))
+    session.feed(demo_generator._encode("Fact:"), reply=True)
+    return session
+
+
+def test_a_budget_of_free_tokens_never_cuts_a_fact_line(smollm, demo_index, demo_generator):
+    """With ``facts_free`` a fact line's tokens do not count: a budget smaller than any fact
+    still ends with the fact whole; counted, the same budget cuts it."""
+    counted = _fresh(smollm, demo_index, demo_generator, QUESTIONS[0])
+    list(counted.generate(3, line_done=True))
+    assert not counted.trace.spans
+    free = _fresh(smollm, demo_index, demo_generator, QUESTIONS[0])
+    facts = [v for k, v in free.generate(3, line_done=True, facts_free=True) if k == "fact"]
+    assert len(facts) == 1 and facts[0].text in {f.text for f in demo_index.facts}
+
+
+def test_a_fact_rewound_away_is_not_stated_again(smollm, demo_index, demo_generator):
+    """A reply rewound past a fact (one that broke away from the chain) does not offer it again:
+    the next fact line states another."""
+    session = _fresh(smollm, demo_index, demo_generator, QUESTIONS[0])
+    first = [v for k, v in session.generate(48, line_done=True) if k == "fact"]
+    assert len(first) == 1
+    session.rewind(0)
+    session.feed(demo_generator._encode("Fact:"), reply=True)
+    again = [v for k, v in session.generate(48, line_done=True) if k == "fact"]
+    assert len(again) == 1 and again[0].text != first[0].text

@@ -43,6 +43,9 @@ from .vocab import TokenVocab
 
 # The most tokens fed in one forward pass (a long fact is fed in pieces of this size).
 MAX_JUMP = 256
+# With ``facts_free``, all the tokens of a reply (its facts included) stay under this many times its
+# budget.
+FACTS_FREE_TIMES = 8
 
 
 class ModelSteps(Protocol):
@@ -141,10 +144,13 @@ class DecodeSession:
     def rewind(self, keep: int) -> None:
         """Keep only the first ``keep`` reply tokens: the cache is cropped back to them (the
         engine must support it, :class:`ScoringSteps`), the tracker replayed over them (no
-        ``on_fact`` calls: those facts were reported when first written)."""
+        ``on_fact`` calls: those facts were reported when first written). A fact written after
+        them stays spent: the reply will not state it again (a fact that broke away from the
+        chain is not offered once more)."""
         drop = len(self.out) - keep
         if drop <= 0:
             return
+        spent = self.trace.cursor.used if self.tracker is not None and self.trace is not None else None
         # The cache may also hold a cached prompt start that ``fed`` does not list.
         self.state = self.steps.crop(self.state, self.steps.length(self.state) - drop - 1)
         self.fed = self.fed[:len(self.fed) - drop]
@@ -155,7 +161,19 @@ class DecodeSession:
             trace = self._start
             for pos, token in enumerate(self.out):
                 trace = self.tracker.advance(trace, token, pos)
+            if spent is not None and not trace.active:
+                trace = trace._replace(cursor=self.tracker.index.root(spent))
             self.trace = trace
+
+    def replay(self) -> None:
+        """Walk the tracker again over the whole reply (after a line was written under another
+        tracker: its fact, held by this tracker's index too, becomes one of its spans)."""
+        if self.tracker is None:
+            return
+        trace = self._start
+        for pos, token in enumerate(self.out):
+            trace = self.tracker.advance(trace, token, pos)
+        self.trace = trace
 
     def choose(self, candidates: Sequence[Sequence[int]]) -> tuple[int, list[float]]:
         """Which of ``candidates`` (token ids that could come next) the model finds likeliest, by
@@ -182,35 +200,50 @@ class DecodeSession:
         return best, scores
 
     def generate(self, max_new_tokens: int, answer_done: Callable[[list[int]], bool] | None = None,
-                 line_done: bool = False) -> Iterator[tuple[str, Any]]:
+                 line_done: bool = False, facts_free: bool = False) -> Iterator[tuple[str, Any]]:
         """Let the model write up to ``max_new_tokens`` tokens, greedily (constrained in fact
         lines). Ends at its end-of-sequence token, when ``answer_done`` says so, or at the end
         of the first line it completes when ``line_done``. Yields ``("token", id)`` per token
-        (forced ones included) and ``("fact", CompletedFact)`` as each fact completes."""
+        (forced ones included) and ``("fact", CompletedFact)`` as each fact completes.
+
+        ``facts_free``: the tokens of a fact line (after ``Fact:``) do not count, so a long fact is
+        never cut in the middle; a fact is bounded by its tree, and each line still costs its
+        free tokens (at most ``FACTS_FREE_TIMES`` x ``max_new_tokens`` tokens in all)."""
         if self.logits is None:
             raise RuntimeError("feed the prompt before generating")
         written = 0
-        while written < max_new_tokens:
+        total = 0
+        ceiling = max_new_tokens * FACTS_FREE_TIMES if facts_free else max_new_tokens
+
+        def counts() -> int:
+            return 0 if facts_free and self.trace is not None and self.trace.active else 1
+
+        while written < max_new_tokens and total < ceiling:
             token = self._pick()
             if token in self.eos_ids:
                 self.ended = True
                 return
             feed = [token]
+            step = counts()
             yield from self._take(token)
-            written += 1
+            written += step
+            total += 1
             if self._ends(token, answer_done, line_done):
                 self.logits, self.state = self.steps.feed(feed, self.state)
                 self.fed.extend(feed)
                 return
             # The tokens the fact now forces: fed with this one in a single pass.
-            while self.trace is not None and self.trace.active and written < max_new_tokens and len(feed) < MAX_JUMP:
+            while (self.trace is not None and self.trace.active and written < max_new_tokens and total < ceiling
+                   and len(feed) < MAX_JUMP):
                 allowed = self.tracker.allowed(self.trace)
                 if len(allowed) != 1 or int(allowed[0]) in self.eos_ids:
                     break
                 forced = int(allowed[0])
                 feed.append(forced)
+                step = counts()
                 yield from self._take(forced)
-                written += 1
+                written += step
+                total += 1
                 if self._ends(forced, answer_done, line_done):
                     self.logits, self.state = self.steps.feed(feed, self.state)
                     self.fed.extend(feed)

@@ -17,6 +17,10 @@ here is written for one relation or one dataset's wording):
 - **A statement against what the question asks** (:class:`StatementMatcher`): the statement is
   compared with "X <relation> A" for the relations the question is closest to and those the
   statement is closest to; a relation the question asks must fit it about as well as the best.
+  Only relations whose values are of the answer's type compete (a count or a year says nothing
+  of a name; a relation of things nothing of a date). Past a role the chain went through, the
+  question is asked again of whom it reached (:func:`ask_past`: "Who is the spouse of the
+  director of film X?" of a fact about him: "Who is the spouse of John Farrow?").
 - **The type asked** (:func:`answer_type_fits`): "when" takes a date, "how many" a number; and
   so does a "what is ..." question whose closest relation is numeric
   (:meth:`RelationMatcher.asks_number`: "What is the population of the state where X is?"),
@@ -74,6 +78,8 @@ MAX_SCAN = 2_000_000
 # episodes...) have 86% (the rest are empty), its other 207 under 10%.
 NUMERIC_SHARE = 0.5
 MIN_VALUES = 3
+# ... and one of things when under this share of its values are numbers.
+ITEM_SHARE = 0.1
 # How much closer to the question the closest numeric relation must be than every other for the
 # answer to have to hold a number. Measured by benchmarks/answer_types.py over 1,432 questions of
 # KAMEL, PopQA, MuSiQue, HotpotQA, 2Wiki and the paraphrase set: the 17 caught all have numeric
@@ -116,11 +122,14 @@ def parse_triple(text: str) -> tuple[str, str, str] | None:
 class RelationLabels:
     """The relations a knowledge base holds: label -> description ("" when none is known), and
     ``numeric``: those whose values are numbers (a year, a count, a measure), read from the
-    values the knowledge holds for them, never from their names."""
+    values the knowledge holds for them, never from their names; ``items``: those whose values
+    are things (a person, a place), never numbers, read the same way."""
 
-    def __init__(self, labels: Mapping[str, str] | None = None, numeric: Iterable[str] = ()) -> None:
+    def __init__(self, labels: Mapping[str, str] | None = None, numeric: Iterable[str] = (),
+                 items: Iterable[str] = ()) -> None:
         self.labels: dict[str, str] = {k.strip(): (v or "").strip() for k, v in (labels or {}).items() if k.strip()}
         self.numeric: frozenset[str] = frozenset(n.strip() for n in numeric if n.strip() in self.labels)
+        self.items: frozenset[str] = frozenset(n.strip() for n in items if n.strip() in self.labels) - self.numeric
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -136,11 +145,13 @@ class RelationLabels:
             labels = {row["label"]: row.get("description") or "" for row in csv.DictReader(stream, delimiter="\t")
                       if row.get("label")}
         numeric: list[str] = []
+        items: list[str] = []
         if values is not None:
             with open(values, encoding="utf-8", newline="") as stream:
-                numeric = [row["label"] for row in csv.DictReader(stream, delimiter="\t")
-                           if row.get("label") and row.get("value") == "number"]
-        return cls(labels, numeric)
+                for row in csv.DictReader(stream, delimiter="\t"):
+                    if row.get("label") and row.get("value") in ("number", "item"):
+                        (numeric if row["value"] == "number" else items).append(row["label"])
+        return cls(labels, numeric, items)
 
     @classmethod
     def from_index(cls, index: FactTree, limit: int = MAX_SCAN) -> RelationLabels:
@@ -158,7 +169,9 @@ class RelationLabels:
                 count[0] += 1
                 count[1] += is_number(fact.object)
         return cls(dict.fromkeys(counts, ""), [label for label, (total, numbers) in counts.items()
-                                              if total >= MIN_VALUES and numbers >= NUMERIC_SHARE * total])
+                                              if total >= MIN_VALUES and numbers >= NUMERIC_SHARE * total],
+                   [label for label, (total, numbers) in counts.items()
+                    if total >= MIN_VALUES and numbers < ITEM_SHARE * total])
 
     def with_labels(self, labels: Iterable[str]) -> RelationLabels:
         """These labels and ``labels`` (descriptions kept where known)."""
@@ -166,14 +179,15 @@ class RelationLabels:
         for label in labels:
             if label and label.strip():
                 merged.setdefault(label.strip(), "")
-        return RelationLabels(merged, self.numeric)
+        return RelationLabels(merged, self.numeric, self.items)
 
     def merged(self, other: RelationLabels) -> RelationLabels:
         """Both sets; where both know a relation, this one's description and value type."""
         out = dict(other.labels)
         out.update({k: v or out.get(k, "") for k, v in self.labels.items()})
         numeric = set(self.numeric) | {label for label in other.numeric if label not in self.labels}
-        return RelationLabels(out, numeric)
+        items = set(self.items) | {label for label in other.items if label not in self.labels}
+        return RelationLabels(out, numeric, items)
 
     def text(self, label: str) -> str:
         description = self.labels.get(label, "")
@@ -297,7 +311,16 @@ class StatementMatcher:
 
     def check(self, question: str, statement: str, subject: str, answer: str) -> AskedCheck:
         asked = [label for label, _ in self.relations.ranked(question, [subject, answer])[: self.asked]]
-        said = [label for label, _ in self.relations.ranked(statement, [subject, answer])[: self.said]]
+        said = [label for label, _ in self.relations.ranked(statement, [subject, answer])]
+        # What a statement says *of the answer* is a relation whose values are of its type: one
+        # of numbers (a count, a year) says nothing of a name ("had seven children by his wife,
+        # Maureen O'Sullivan" says no number of children of her), one of things nothing of a
+        # date ("Oskar Lind (2 May 1890 - 9 June 1957) was a film director" gives no director).
+        if not any(c.isdigit() for c in answer):
+            said = [label for label in said if label not in self.relations.labels.numeric]
+        elif parse_date(answer) is not None or parse_number(answer) is not None:
+            said = [label for label in said if label not in self.relations.labels.items]
+        said = said[: self.said]
         candidates = list(dict.fromkeys([*asked, *said]))
         vectors = self.relations.embedder.encode([statement, *(f"{subject} {label} {answer}" for label in candidates)])
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -379,6 +402,25 @@ def asked_through(question: str) -> tuple[str, str]:
         if noun:
             return name, noun
     return "", ""
+
+
+def ask_past(question: str, named: str, noun: str, holder: str) -> str:
+    """``question`` asked of ``holder``, who fills the relative or role ``noun`` of ``named``
+    (:func:`asked_through`): "Who is the spouse of the director of film Lamp Street?" with Ann
+    Lee -> "Who is the spouse of Ann Lee?", "When was Ada Quint's father born?" with Bo Quint
+    -> "When was Bo Quint born?". What a fact about the holder must say. ``question`` itself
+    when the two are not found in it."""
+    # The name with a title's qualifier ("Reverse (Film)") and a possessive.
+    name = re.search(rf"(?<![^\W_]){re.escape(named)}(?:\s*\([^()]*\))?(?:['’]s)?(?![^\W_])", question,
+                     flags=re.IGNORECASE)
+    role = re.search(rf"\b{re.escape(noun)}\b", question, flags=re.IGNORECASE)
+    if name is None or role is None:
+        return question
+    start, end = min(name.start(), role.start()), max(name.end(), role.end())
+    if start == role.start():
+        the = re.search(r"\bthe\s+$", question[:start], flags=re.IGNORECASE)
+        start = the.start() if the else start
+    return f"{question[:start]}{holder}{question[end:]}"
 
 
 # The closed classes of English words that end an indefinite noun phrase of a question: a
@@ -580,8 +622,14 @@ class AskedChecker:
             return AskedCheck(False, i, name, noun, "chain", 0.0,
                               f"the question asks about the {noun} of {name!r}; the fact is about {name!r} itself")
         # What is asked of the fact holding the answer: the question's last clause when it
-        # describes things on its way ("...an Australian soap opera created by who?").
+        # describes things on its way ("...an Australian soap opera created by who?"); past a
+        # role the chain went through, the question asked of whom it reached ("the spouse of
+        # the director of film X" of a fact about the director: "the spouse of <director>").
         asked = asked_clause(question)
+        named, noun = asked_through(question)
+        if noun and len(path) > 1:
+            reached = (triple[0] if triple is not None else _first_name(stated[i])) or "X"
+            asked = ask_past(question, named, noun, reached)
         if triple is None and self.statements is not None:
             # A fact further along the chain is about the thing the chain reached (its first
             # name), the first fact about a thing the question names.

@@ -227,6 +227,38 @@ def role_holder(fact: str, question: str, role: str) -> list[str]:
     return nearest_after(fact, role, list(dict.fromkeys(names)))[:1]
 
 
+def names(text: str, name: str) -> bool:
+    """Whether ``text`` names ``name``: word for word, or as its opening, perhaps in full
+    (:func:`opens_with_name`)."""
+    return holds_answer(text, name) or opens_with_name(text, name)
+
+
+def role_lead(hits: Sequence[Any], question: str, through: tuple[str, str]) -> str:
+    """For a question asked through a role of a name it gives (``through``: ("West of Shanghai",
+    "director") for "Who is the spouse of the director of film West of Shanghai?"): the first of
+    ``hits`` (in rank order) about that name that says who fills the role ("West of Shanghai is
+    a 1937 film directed by John Farrow ..."); "" when none does. The agent states it first, so
+    the chain starts at the one the question asks about (a small model otherwise stops before
+    any fact, or at the film's own facts)."""
+    named, role = through
+    if not named or not role:
+        return ""
+    leads = [(hit.text, holder[0]) for hit in hits
+             if (holds_answer(hit.text, named) or is_about(hit, named))
+             for holder in [role_holder(hit.text, question, role)] if holder]
+    # One that names the holder after the word that says the role ("founded in 1987 by Mira
+    # Quell") first: before it ("Quell founded ...") the name is often a shortened one.
+    after = [text for text, holder in leads if _named_after_role(text, role, holder)]
+    return (after or [text for text, _ in leads] or [""])[0]
+
+
+def _named_after_role(fact: str, role: str, name: str) -> bool:
+    m = _role_word(fact, role)
+    words = re.findall(r"\w+", name)
+    return m is not None and bool(words) and re.compile(
+        r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", re.IGNORECASE).search(fact, m.end()) is not None
+
+
 class ChainingTree:
     """The per-question tree over ``hits`` that grows as facts are stated (see the module
     docstring). ``hit(fact_id)`` is the web hit behind a fact of the tree, found by id."""
@@ -272,8 +304,11 @@ class ChainingTree:
             query = hop_query(self.question, done.text, entity)
             if holder:
                 # Who fills the role: the facts about them (:func:`is_about`), found by the name
-                # alone and with the question (the question alone brings X's facts back).
-                hits = [h for q in (entity, query) for h in self.web.search(q, 2 * self.k).hits if is_about(h, entity)]
+                # alone and with the question (the question alone brings X's facts back); those
+                # that name them (a fact of their document that does not, "He studied in Łódź.",
+                # connects to no stated fact: the chain would break there).
+                hits = [h for q in (entity, query) for h in self.web.search(q, 2 * self.k).hits
+                        if is_about(h, entity) and names(h.text, entity)]
             else:
                 hits = self.web.search(query, 2 * self.k).hits
             # Twice k: facts the tree already holds (the anchor's own) are skipped, not counted.
@@ -296,6 +331,11 @@ class ChainingTree:
             new = self._hits[start:]
             self._hits_taken = len(self._hits)
         return new
+
+    def hops_after(self, fact: str) -> list[tuple[str, list[str]]]:
+        """(entity, the facts added to the tree) of each hop from stated ``fact``, in order."""
+        with self._lock:
+            return [(hop["entity"], list(hop["added"])) for hop in self._hops if hop["fact"] == fact]
 
     def take_hops(self) -> list[dict[str, Any]]:
         """Hop records written since the last call (for the trace, in order)."""

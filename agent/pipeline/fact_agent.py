@@ -17,7 +17,14 @@ from facts the model states for each option (:mod:`.options`).
 A look-up is **read** (:mod:`.replies`): the retrieved facts are listed in the prompt
 (``prompts/agent/``) and the model copies the ones it needs as ``Fact:`` lines, constrained to
 a tree of them that grows with the facts of the entities a stated fact brings in
-(:mod:`.chaining`), then answers; one prompt read, the facts' forced tokens fed in one pass.
+(:mod:`.chaining`), then answers; one prompt read, the facts' forced tokens fed in one pass
+(the budget counts the model's own tokens: a long fact is never cut). A look-up asked through
+a role of a name it gives ("Who is the spouse of the director of film X?") opens with X's fact
+that says who fills the role (:func:`~.chaining.role_lead`, stated by the agent and marked so
+in the trace), then one fact the model picks among those about that person closest to the
+question asked of them ("Who is the spouse of <director>?"), then the model answers: a small
+model otherwise stops before any fact, or at the film's own. On 2WikiMultiHopQA with the 1.5B
+preset this took the agent from 13 to 16 of 30 right.
 
 The fact trees (``tree``):
 
@@ -64,7 +71,7 @@ from ..web.subqueries import write_subqueries
 from .agent_options import AgentOptions
 from .attempts import GenerationAttempts, emit, since
 from .asked import AskedChecker, RelationLabels, RelationMatcher, asked_through
-from .chaining import ChainingTree
+from .chaining import ChainingTree, role_lead
 from .conversation import Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
 from .grounding import DONT_KNOW, clean_answer, knows
 from .options import OptionsStep
@@ -428,14 +435,18 @@ class FactAgent:
             emit({"event": "step", "step": record})
             return {"attempts": state["attempts"] + [record], "steps": [record]}
         t = time.perf_counter()
+        through = asked_through(state["question"])
         chain = ChainingTree(chosen, self.generator.tokenizer, self.web if self.options.max_hops else None,
                              state["question"], max_hops=self.options.max_hops, k=self.options.hop_k,
-                             max_facts=self.options.max_tree_facts, through=asked_through(state["question"]))
+                             max_facts=self.options.max_tree_facts, through=through)
         tree_s = since(t)
         listed = [h.text for h in chosen]
         prompt = [{"role": "user", "content": listed_question(state["question"], list(dict.fromkeys(listed)))}]
+        # Asked through a role ("the spouse of the director of film X"): the reply opens with X's
+        # fact that names who fills it, and the tree grows with that one's facts.
+        lead = role_lead(chosen, state["question"], through) if chain.web is not None else ""
         records = self.attempts.run(state["question"], "question", self.reader, prompt, chain.index, chain, number,
-                                    stop=state.get("stop"))
+                                    stop=state.get("stop"), lead=lead)
         records[0]["tree_facts"] = chain.size
         records[0]["tree_build_s"] = tree_s
         attempts = [r for r in records if r["step"] == "generate"]

@@ -24,7 +24,9 @@ An option's facts are those that name it or come from its document (a title's qu
 none the question retrieved fits the step, the web is searched for the option by name. With a
 role, the second fact is about who fills it (:func:`~.chaining.role_holder`,
 :func:`~.chaining.is_about`). An order in the time of lives ("whose director died first")
-reads that date of a life only (a film's year in the director's fact is not his birth), and
+reads that date of a life only (a film's year in the director's fact is not his birth); an
+option named with an event of its own ("the birth of Y" beside "the forming of X") is dated by
+that event (:func:`option_event`); and
 "the same country" compares values the embedder puts near "country" (:func:`values_of_kind`).
 The ``Value:`` lines are the model's reading; the step itself is code (:mod:`.values`): each
 value must be held by a fact stated for its option (a date by a date a fact gives, a number by
@@ -67,9 +69,11 @@ if TYPE_CHECKING:
     from .asked import RelationMatcher
 
 OPTIONS_PROMPT = "agent-options"
-# Lines the model may write for one option (facts, then its value), and tokens per line.
+# Lines the model may write for one option (facts, then its value), and tokens per line (a
+# ``Fact:`` line may take its longest fact's tokens and a few more: a long fact is never cut).
 MAX_LINES = 5
 LINE_TOKENS = 96
+LINE_SLACK = 8
 # New facts a hop writes into the reply (``Found:`` lines) after a stated fact.
 FOUND_FACTS = 2
 # How much closer "date of birth" must be to the question than "date of death" (or the other
@@ -189,8 +193,9 @@ class OptionsStep:
         # life counts (a film's year in the director's fact is not his birth). Lives for sure
         # when a role leads to them or the question says born or died; an age word alone may
         # be a film's ("Which film is older?": its year counts).
-        event = self.event(question, plan) if _wants_dates(plan) else ""
-        lives = bool(event) and (bool(plan.role) or not plan.age)
+        asked_event = self.event(question, plan) if _wants_dates(plan) else ""
+        event = asked_event
+        lives = False
 
         def dated(texts: Sequence[str]) -> list[str]:
             return [t for t in texts if (_life_date(t, event) if event else dates_in(t))]
@@ -204,6 +209,10 @@ class OptionsStep:
                 break
             reading = OptionReading(option)
             readings.append(reading)
+            # What is dated of this option: the event its own phrase names ("the birth of Y" in
+            # "Which came first, the forming of X or the birth of Y?"), else the question's.
+            event = option_event(self.matcher, question, plan, option, asked_event) if _wants_dates(plan) else ""
+            lives = bool(event) and (bool(plan.role) or not plan.age)
             session.feed(self._encode(f"Option: {option}\n"), reply=True)
             show()
             # Its facts: those that name it, or come from its own document (none listed: the
@@ -276,7 +285,8 @@ class OptionsStep:
         session.trace = TraceState(line="")
         session.feed(self._encode("Fact:"), reply=True)
         done = len(session.trace.spans)
-        for _ in session.generate(LINE_TOKENS, line_done=True):
+        longest = max(len(index.fact_tokens(i)) for i in range(len(index)))
+        for _ in session.generate(max(LINE_TOKENS, longest + LINE_SLACK), line_done=True):
             pass
         show()
         spans = session.trace.spans
@@ -304,13 +314,7 @@ class OptionsStep:
         "Which came out first?" asks neither); "" if neither."""
         if plan.age:
             return "birth"
-        if self.matcher is None:
-            return ""
-        ranked = dict(self.matcher.ranked(question, [*plan.options, plan.role], ["date of birth", "date of death"]))
-        birth, death = ranked.get("date of birth", -1.0), ranked.get("date of death", -1.0)
-        if abs(birth - death) < EVENT_MARGIN or max(birth, death) < EVENT_FLOOR:
-            return ""
-        return "birth" if birth > death else "death"
+        return life_event(self.matcher, question, [*plan.options, plan.role])
 
     def _typed(self, attribute: str, values: Sequence[str]) -> list[str]:
         return values_of_kind(self.matcher.embedder, attribute, values) if self.matcher is not None else list(values)
@@ -358,6 +362,33 @@ class OptionsStep:
             hops.append({"step": "hop", "fact": fact, "entity": entity, "query": query,
                          "added": added, "seconds": round(time.perf_counter() - t, 4)})
         return out
+
+def life_event(matcher: RelationMatcher | None, text: str, names: Sequence[str]) -> str:
+    """"birth" or "death": the date of a life closer to ``text`` (its ``names`` put as "X") by
+    the relation matcher, by a margin and close enough; "" when neither."""
+    if matcher is None:
+        return ""
+    ranked = dict(matcher.ranked(text, names, ["date of birth", "date of death"]))
+    birth, death = ranked.get("date of birth", -1.0), ranked.get("date of death", -1.0)
+    if abs(birth - death) < EVENT_MARGIN or max(birth, death) < EVENT_FLOOR:
+        return ""
+    return "birth" if birth > death else "death"
+
+
+def option_event(matcher: RelationMatcher | None, question: str, plan: QuestionPlan, option: str, asked: str) -> str:
+    """The date of a life compared for ``option``: when the question names an event of it
+    ("the birth of Y", "the forming of X": a noun, then "of", right before the option), the one
+    that phrase asks ("birth", or "" when neither a birth nor a death: the forming of a band is
+    dated by any date its facts give); else ``asked``, the question's
+    (:meth:`OptionsStep.event`). An order word of age always asks a birth."""
+    if plan.age or matcher is None:
+        return asked
+    m = re.search(r"\bthe\s+([^\W\d_]+)\s+of\s+(?:the\s+)?" + re.escape(option) + r"(?![^\W_])", question,
+                  flags=re.IGNORECASE)
+    if m is None or plan.role and m.group(1).lower() == plan.role.lower():
+        return asked
+    return life_event(matcher, f"the {m.group(1)} of X", ["X"])
+
 
 def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Sequence[str],
                  similar: Callable[[str, str], float] | None = None) -> tuple[str, bool, str, tuple[int, ...]]:

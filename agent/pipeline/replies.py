@@ -12,6 +12,11 @@ fed in one pass). Two repairs continue the same session instead of starting agai
   stops one hop short (the fact holding it does not say what the question asks), the reply is
   rewound to the end of its last fact and the model states one more, then answers.
 
+A reply may open with a **lead** fact the agent writes (:meth:`ReplyWriter.start`), and one
+``Fact:`` line may be constrained to a few facts alone (:meth:`ReplyWriter.state_one`: after
+the lead, those about whom it led to). A budget counts the model's own tokens, not a fact
+line's: a long fact is never cut halfway.
+
 Each repair is a new part of the reply (:class:`ReplyPart`), for the trace; the cache is cropped
 back, never read again from the start.
 
@@ -34,6 +39,9 @@ from ..decoding.greedy import DecodeSession
 from ..decoding.spans import CompletedFact, FactSpan, decode_tokens, locate_spans
 from ..decoding.tracker import FactTracker
 from ..index.base import FactTree
+from ..index.tokens import TRIGGER, fact_token_ids
+from ..index.trie import FactIndex
+from ..knowledge.facts import Fact
 from .chaining import ANSWER_LINE_TOKENS, ChainGuard
 
 if TYPE_CHECKING:
@@ -86,11 +94,12 @@ class ReplyWriter:
         return self.generator._encode(text)
 
     def start(self, prompt: Any, index: FactTree, *, question: str, on_fact: Callable[[CompletedFact], None] | None = None,
-              cancel: threading.Event | None = None, guarded: bool = True) -> Reply:
+              cancel: threading.Event | None = None, guarded: bool = True, lead: str = "") -> Reply:
         """Read the prompt (``prompt``: a question or messages, rendered with the generator's
         prompt) and get ready to write facts of ``index``; ``on_fact`` runs as each fact
         completes (after the guard, when ``guarded``: a fact that breaks away from
-        ``question``'s chain ends the writing)."""
+        ``question``'s chain ends the writing). ``lead``: a fact of ``index`` the reply opens
+        with, written by the agent as its first ``Fact:`` line (its hops run as for any fact)."""
         text = self.generator.render(prompt)
         ids = self._encode(text)
         guard = ChainGuard(question, on_fact) if guarded else None
@@ -99,7 +108,12 @@ class ReplyWriter:
         session, cached = self.generator.open_session(
             ids, tracker=FactTracker(index, self.generator.vocab), prompt_text=text, on_fact=callback, cancel=cancel,
             stop=guard.cut if guard is not None else None)
-        return Reply(session, index, len(ids), cached, round(time.perf_counter() - started, 4), guard)
+        prefill = round(time.perf_counter() - started, 4)
+        if lead:
+            # The fact's tokens as the tree holds them (after ``Fact:``), then the line's end.
+            session.feed([*self._encode(TRIGGER), *fact_token_ids(self.tokenizer, [lead])[0], *self._encode("\n")],
+                         reply=True)
+        return Reply(session, index, len(ids), cached, prefill, guard)
 
     def write(self, reply: Reply, budget: int, *, on_text: Callable[[str], None] | None = None,
               on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart:
@@ -118,6 +132,7 @@ class ReplyWriter:
             dropped = [reply.index.facts[f].text for f, _, _ in spans[keep:]]
             reply.guard.cut.clear()
             reply.guard.then = None  # no more hops: the reply answers now
+            del reply.guard.stated[0][keep:]  # the facts dropped are not part of the chain (nor said again)
             if keep == 0:
                 return self._part(reply, begin, started, cut, dropped, truncated=True)
             session.rewind(spans[keep - 1][2] + 1)  # through the newline after the last connected fact
@@ -139,6 +154,40 @@ class ReplyWriter:
         line from there (the reasoning it wrote after the facts dropped). None when the reply
         has no fact."""
         return self._after_facts(reply, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span)
+
+    def text(self, reply: Reply) -> str:
+        """The reply's text so far."""
+        return decode_tokens(self.tokenizer, reply.session.out)
+
+    def state_one(self, reply: Reply, texts: list[str]) -> str | None:
+        """One ``Fact:`` line constrained to ``texts`` alone (facts ``reply``'s index holds too:
+        after a lead, those about whom it led to), the model picking; then the reply's own
+        tracker walks it as one of its facts. The fact, or None when none was completed."""
+        session = reply.session
+        texts = list(dict.fromkeys(texts))
+        if not texts or self._stopped(session) or session.ended:
+            return None
+        index = FactIndex.build([Fact.from_statement(t) for t in texts], self.tokenizer)
+        tracker, on_fact = session.tracker, session.on_fact
+        session.tracker, session.on_fact = FactTracker(index, self.generator.vocab), None
+        session.trace = session.tracker.start()
+        longest = max(len(index.fact_tokens(i)) for i in range(len(index)))
+        begin = len(session.out)
+        try:
+            session.feed(self._encode(TRIGGER), reply=True)
+            for _ in session.generate(longest + 8, line_done=True):
+                pass
+            spans = session.trace.spans
+        finally:
+            session.tracker, session.on_fact = tracker, on_fact
+            session.replay()
+        if not spans:
+            session.rewind(begin)  # no fact completed: the line goes
+            return None
+        fact = index.facts[spans[-1][0]].text
+        if reply.guard is not None:
+            reply.guard.stated[0].append(fact)
+        return fact
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -179,7 +228,8 @@ class ReplyWriter:
             return any(m.group(1).strip() for m in ANSWER_LINE.finditer(text))
 
         shown = prefix_len
-        for kind, value in session.generate(budget, answer_done):
+        # A fact line's tokens are not counted: the budget is the model's own writing.
+        for kind, value in session.generate(budget, answer_done, facts_free=True):
             if kind == "token" and on_text is not None:
                 text = decode_tokens(self.tokenizer, session.out)
                 if len(text) > shown and not text.endswith("\ufffd"):
