@@ -285,6 +285,25 @@ def test_the_name_and_role_a_question_asks_through():
     fact = "Lamp Street is a 1961 drama directed by Robert G. Varn for Dune Pictures and starring Ethel Moor."
     assert role_holder(fact, "Who is the spouse of the director of film Lamp Street?", "director") == ["Robert G Varn"]
     assert role_holder("Lamp Street is a 1961 drama starring Ethel Moor.", "Who directed Lamp Street?", "director") == []
+    # a relative clause describing what the question asks further of (written for this test)
+    assert asked_through("What county borders the county in which Velmora Falls is located?") == (
+        "Velmora Falls", "county")
+    assert asked_through("How many people live in the state where Lamp City Airport is?") == (
+        "Lamp City Airport", "state")
+    assert asked_through("What is the county in which Velmora Falls is located?") == ("", "")
+    assert asked_through("Which county is Velmora Falls in?") == ("", "")
+    # a role's word inside a name says no role ("Ardent County" names no county of anything)
+    assert role_holder("Velmora Falls is a village in Ardent County, Norvania.",
+                       "What county borders the county in which Velmora Falls is located?", "county") == []
+
+
+def test_an_answer_that_is_the_thing_a_relative_clause_describes_is_withheld(matcher):
+    """"What county borders the county in which Velmora Falls is located?": the county the fact
+    about Velmora Falls gives is the one described on the way, not the one asked."""
+    question = "What county borders the county in which Velmora Falls is located?"
+    fact = "Velmora Falls is a village in Ardent County, Norvania."
+    result = AskedChecker(matcher).check(question, "Ardent County", [fact], [0])
+    assert not result.passed and result.by == "chain", result.how
 
 
 # Written for this test: a question asked through a role, asked again of whom the chain reached.

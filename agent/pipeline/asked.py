@@ -377,11 +377,15 @@ def asks_through(question: str, name: str) -> str:
             noun, before, after = lower[i + 1], lower[i - 1] if i else "", lower[i + 2:]
             if after or before == "of":
                 return noun
-        if word == "x" and i >= 3 and lower[i - 2] in ("who", "that", "which") \
+        if word == "x" and i >= 3 and lower[i - 2] in ("who", "that", "which") and lower[i - 3] not in _PHRASE_ENDS \
                 and any(w not in _PHRASE_ENDS for w in lower[i + 1:]):
             # "the man who directed X die": a relative clause, then what is asked of its noun
             # (not "the city that hosted X in": a stranded preposition is the clause's own)
             return lower[i - 3]
+        if word == "x":
+            noun = _relative_head(lower, i)
+            if noun:
+                return noun
         if word == "x" and i >= 2 and lower[i - 1] in ("of", "film", "song", "album", "novel", "book", "band"):
             j = i - 1 if lower[i - 1] == "of" else i - 2
             if j >= 1 and lower[j] == "of":
@@ -389,6 +393,29 @@ def asks_through(question: str, name: str) -> str:
                 if lower[i + 1:] or (j >= 3 and lower[j - 2] == "the" and lower[j - 3] == "of"):
                     if noun not in ("name", "date", "place", "year", "part", "one"):
                         return noun
+    return ""
+
+
+def _relative_head(lower: Sequence[str], i: int) -> str:
+    """The noun a relative clause holding ``lower[i]`` (the name) describes, when the question
+    asks something further of it: "county" in "What county shares a border with the county in
+    which X is located?", "state" in "What is the population of the state where X is?"; not
+    in "What is the county in which X is located?" (that county is the answer). ""
+    otherwise."""
+    for j in range(i - 1, 0, -1):
+        word = lower[j]
+        if word in ("the", "a", "an") or word in _ASKING and word not in _RELATIVE:
+            return ""
+        if word not in _RELATIVE:
+            continue
+        k = j - 1
+        if k >= 1 and lower[k] in _PREPOSITIONS:  # "the county in which"
+            k -= 1
+        if k < 1 or lower[k - 1] != "the" or lower[k] in _PHRASE_ENDS:
+            return ""
+        before = [w for w in lower[:k - 1] if w not in _ASKING and w not in _PHRASE_ENDS
+                  and w not in ("the", "a", "an", "name", "x")]
+        return lower[k] if before else ""
     return ""
 
 
@@ -429,6 +456,8 @@ _PHRASE_ENDS = frozenset({"in", "from", "of", "by", "with", "for", "at", "on", "
                           "which", "who", "whom", "whose", "what", "where", "when", "how", "and", "or", "is", "was",
                           "are", "were", "has", "had"})
 _ASKING = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "how"})
+_RELATIVE = frozenset({"which", "where", "whose", "that", "who", "whom"})
+_PREPOSITIONS = frozenset({"in", "on", "at", "from", "of", "for", "to", "by", "with", "into", "near"})
 _Q_TOKEN = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
 

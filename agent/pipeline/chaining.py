@@ -126,9 +126,13 @@ def subject_relations(index: FactTree, tokenizer: Any, subject: str, *, max_node
 
 
 def _role_word(fact: str, role: str) -> re.Match[str] | None:
-    """The first word of ``fact`` that says ``role`` by its stem ("directed" for "director")."""
+    """The first word of ``fact`` that says ``role`` by its stem ("directed" for "director"),
+    not one inside a name ("County" in "McDowell County" says no county of anything)."""
     stem = role[:max(4, min(5, len(role) - 1))].lower()
-    return re.search(rf"\b{re.escape(stem)}\w*", fact, flags=re.IGNORECASE)
+    for m in re.finditer(rf"\b{re.escape(stem)}\w*", fact, flags=re.IGNORECASE):
+        if m.start() == 0 or not m.group(0)[0].isupper():
+            return m
+    return None
 
 
 def nearest_after(fact: str, role: str, names: Sequence[str]) -> list[str]:
