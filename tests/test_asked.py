@@ -336,3 +336,13 @@ def test_past_a_role_the_fact_about_whom_it_reached_is_checked_against_what_is_a
     life = ["Harbour Lights is a 1931 Norvanian film directed by Oskar Lind.",
             "Oskar Lind (2 May 1890 - 9 June 1957) was a Norvanian film director."]
     assert AskedChecker(matcher).check(died, "9 June 1957", life, [0, 1]).passed
+
+
+def test_a_title_with_a_comma_asked_through_a_role_needs_the_chain_to_reach_it(matcher):
+    """The title's keyword drops its comma ("Sleeping Waking"), the question keeps it: the
+    question still asks about the director, and a fact about the film alone does not answer.
+    Written for this test."""
+    question = "Where was the director of Sleeping, Waking born?"
+    fact = "Sleeping, Waking is a 1983 Norvanian comedy about the fictional hero Ola Brun."
+    result = AskedChecker(matcher).check(question, "Norvanian", [fact], [0])
+    assert not result.passed and result.by == "chain", result.how

@@ -686,6 +686,11 @@ def _through(question: str, fact: str, triple: tuple[str, str, str] | None) -> t
         noun = asks_through(question, name)
         if noun:
             return noun, name
+    # The name as the question writes it ("Jára Cimrman Lying, Sleeping": its keyword drops the
+    # comma, and the question does not hold that form).
+    named, noun = asked_through(question)
+    if noun and _holds(triple[0] if triple is not None else fact, named):
+        return noun, named
     return None
 
 
