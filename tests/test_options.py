@@ -192,3 +192,26 @@ def test_a_question_asked_through_a_role_opens_with_the_fact_that_names_who_fill
     assert names("Ann Lee married the actor Bo Rask in 1950.", "Ann Lee")
     assert names("Antony Basker Rao (born 1925) is a director.", "A B Rao")
     assert not names("She married the actor Bo Rask in 1950.", "Ann Lee")
+
+
+def test_which_date_of_a_life_a_question_orders_by_in_several_wordings():
+    """Birth or death from the question's words by the embedder, age words meaning birth; people
+    ordered in time with no event named are ordered by birth; a film's order asks neither.
+    Written for this test."""
+    from agent.embeddings import Embedder
+    from agent.knowledge.kamel import relations_file, value_types_file
+    from agent.pipeline.asked import RelationLabels, RelationMatcher
+    from agent.pipeline.options import asked_event
+
+    matcher = RelationMatcher(Embedder(), RelationLabels.from_tsv(relations_file(), values=value_types_file()))
+
+    def event(question: str, order: str, age: bool = False) -> str:
+        return asked_event(matcher, question, QuestionPlan(kind="choice", options=("Ada Quint", "Bo Rask"),
+                                                           order=order, age=age))
+
+    assert event("Who died first, Ada Quint or Bo Rask?", "earlier") == "death"
+    assert event("Who passed away later, Ada Quint or Bo Rask?", "later") == "death"
+    assert event("Who was born earlier, Ada Quint or Bo Rask?", "earlier") == "birth"
+    assert event("Who came into the world first: Ada Quint or Bo Rask?", "earlier") == "birth"
+    assert event("Is Ada Quint older than Bo Rask?", "earlier", age=True) == "birth"
+    assert event("Which came out last, Ada Quint or Bo Rask?", "later") == ""

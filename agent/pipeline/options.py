@@ -308,13 +308,8 @@ class OptionsStep:
         return ""
 
     def event(self, question: str, plan: QuestionPlan) -> str:
-        """Which date of a life the question compares: "birth" when its order word is one of
-        age (older, younger: born earlier or later), else the closer of "date of birth" and
-        "date of death" to the question by the relation matcher (by a margin, and close enough:
-        "Which came out first?" asks neither); "" if neither."""
-        if plan.age:
-            return "birth"
-        return life_event(self.matcher, question, [*plan.options, plan.role])
+        """Which date of a life the question compares (:func:`asked_event`)."""
+        return asked_event(self.matcher, question, plan)
 
     def _typed(self, attribute: str, values: Sequence[str]) -> list[str]:
         return values_of_kind(self.matcher.embedder, attribute, values) if self.matcher is not None else list(values)
@@ -362,6 +357,27 @@ class OptionsStep:
             hops.append({"step": "hop", "fact": fact, "entity": entity, "query": query,
                          "added": added, "seconds": round(time.perf_counter() - t, 4)})
         return out
+
+def asked_event(matcher: RelationMatcher | None, question: str, plan: QuestionPlan) -> str:
+    """Which date of a life the question compares: "birth" when its order word is one of age
+    (older, younger: born earlier or later), else the closer of "date of birth" and "date of
+    death" to the question by the relation matcher (by a margin, and close enough: "Which came
+    out first?" asks neither); people ordered in time with no event named ("Who came into the
+    world first, A or B?": the embedder misses the wording) are ordered by their births, never
+    by the year of a film one of them was in; "" otherwise."""
+    if plan.age:
+        return "birth"
+    event = life_event(matcher, question, [*plan.options, plan.role])
+    if not event and plan.order in ("earlier", "later") and not plan.role and _asks_who(question):
+        return "birth"
+    return event
+
+
+def _asks_who(question: str) -> bool:
+    """Whether ``question`` asks who (its first wh-word): its options are people."""
+    m = re.search(r"\b(who|whom|which|what|where|when)\b", question, flags=re.IGNORECASE)
+    return m is not None and m.group(1).lower() in ("who", "whom")
+
 
 def life_event(matcher: RelationMatcher | None, text: str, names: Sequence[str]) -> str:
     """"birth" or "death": the date of a life closer to ``text`` (its ``names`` put as "X") by
