@@ -190,3 +190,17 @@ KRANZBERG_LIFE = ("Melvin Kranzberg (November 22, 1917 – December 6, 1995) was
                   "professor of history at Case Western Reserve University from 1952 until 1971.")
 
 
+
+
+def test_a_title_joined_by_or_is_one_name_where_a_fact_writes_it_so():
+    """"Harbour or Home" is one title where a stated fact writes it so: a look-alike ("Harbour
+    Lights") names no part of the question and shares no name with the title's facts, so its
+    director proves nothing; the title's own fact still does. Written for this test."""
+    question = "Who directed the 1931 comedy Harbour or Home?"
+    title = "Harbour or Home was produced by Norvik Pictures."
+    lookalike = "Harbour Lights is a 1930 drama directed by Oskar Lind."
+    assert not ground(question, "Oskar Lind", [title, lookalike]).grounded
+    own = "Harbour or Home is a 1931 comedy directed by Ada Quint."
+    assert ground(question, "Ada Quint", [own]).grounded
+    # two names joined by "and" that no fact writes together stay two names
+    assert ground("Where were Lamp Street and Dune Sea filmed?", "Oslo", ["Lamp Street was filmed in Oslo."]).grounded

@@ -169,7 +169,7 @@ def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
     # "Buck Owens's instrument" names Buck Owens: the possessive is not part of the name.
     question = _POSSESSIVE.sub(r"\1", question)
     q_norm = normalize_answer(question).split()
-    q_names = _question_names(question)
+    q_names, stated = _joined_names(question, _question_names(question), stated)
     chain: list[int] = []
     entities: set[str] = set()  # of triples: a knowledge graph's entities are names, matched whole
     names: set[str] = set()  # of statements: matched word for word, either way
@@ -191,6 +191,34 @@ def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
                 (entities if fact.triple else names).update(fact.entities)
                 grew = True
     return sorted(chain)
+
+
+# Two capitalised names joined by "or"/"and" ("Broadway or Bust", "Pride and Prejudice").
+_JOINED_NAMES = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*\s+(?:or|and)\s+[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
+
+
+def _joined_names(question: str, q_names: list[frozenset[str]],
+                  stated: Sequence[_Stated]) -> tuple[list[frozenset[str]], list[_Stated]]:
+    """Two names the question joins by "or"/"and" taken as one where a stated fact writes them
+    so, word for word ("Broadway or Bust" is a title there): in ``q_names``, and in the entities
+    of the facts that write it (its parts are not names of their own there). "Broadway Gold", a
+    look-alike, then shares no name with the question or with the title's facts."""
+    stated = list(stated)
+    for m in _JOINED_NAMES.finditer(question):
+        joined = normalize_answer(m.group(0)).split()
+        writing = [i for i, f in enumerate(stated) if _contains(normalize_answer(f.text).split(), joined)]
+        if not writing:
+            continue
+        whole = frozenset(w for w in joined if (len(w) >= 4 and not w.isdigit()) and w not in STOP_WORDS)
+        if whole:
+            q_names = [n for n in q_names if not n < whole] + [whole]
+        name = " ".join(joined)
+        for i in writing:
+            f = stated[i]
+            if f.triple is None:
+                parts = frozenset(e for e in f.entities if not set(e.split()) < set(joined))
+                stated[i] = _Stated(f.text, f.triple, parts | {name})
+    return q_names, stated
 
 
 def _parse(text: str) -> _Stated:
