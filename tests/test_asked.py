@@ -346,3 +346,12 @@ def test_a_title_with_a_comma_asked_through_a_role_needs_the_chain_to_reach_it(m
     fact = "Sleeping, Waking is a 1983 Norvanian comedy about the fictional hero Ola Brun."
     result = AskedChecker(matcher).check(question, "Norvanian", [fact], [0])
     assert not result.passed and result.by == "chain", result.how
+
+
+def test_a_title_with_lowercase_words_is_not_cut_into_a_name_asked_through(matcher):
+    """"What is the language of The Isle of the Moon?" asks the title's language: "The Isle" is
+    not a name asked through ("the language of X of the Moon"), since the fact holds the title
+    whole. Written for this test (a golden question of this shape was lost to that reading)."""
+    result = AskedChecker(matcher).check("What is the language of The Isle of the Moon?", "Latin",
+                                         ["<The Isle of the Moon> <language of work or name> <Latin> ."], [0])
+    assert result.passed, result.how

@@ -682,16 +682,36 @@ def _through(question: str, fact: str, triple: tuple[str, str, str] | None) -> t
     """(noun, name) when ``question`` asks through a relative or role of a name ``fact`` is about
     (:func:`asks_through`)."""
     names = [triple[0]] if triple is not None else _question_names_in(question, fact)
+    holder = triple[0] if triple is not None else fact
     for name in names:
-        noun = asks_through(question, name)
+        whole = _as_far_as_held(question, name, holder)
+        noun = asks_through(question, whole)
         if noun:
-            return noun, name
+            return noun, whole
     # The name as the question writes it ("Jára Cimrman Lying, Sleeping": its keyword drops the
-    # comma, and the question does not hold that form).
+    # comma, and the question does not hold that form), as far as the fact holds it ("The City"
+    # is "The City of the Sun" in a fact of that title: nothing is asked through it).
     named, noun = asked_through(question)
-    if noun and _holds(triple[0] if triple is not None else fact, named):
-        return noun, named
+    if noun and _holds(holder, named):
+        whole = _as_far_as_held(question, named, holder)
+        noun = asks_through(question, whole) if whole != named else noun
+        if noun:
+            return re.sub(r"['’]s$", "", noun), whole
     return None
+
+
+def _as_far_as_held(question: str, name: str, fact: str) -> str:
+    """``name`` in ``question`` with the words after it, as long as ``fact`` holds them all."""
+    m = re.search(re.escape(name), question, flags=re.IGNORECASE)
+    if m is None:
+        return name
+    end = m.end()
+    for word in re.finditer(r"\S+", question[m.end():]):
+        stop = m.end() + word.end()
+        if not _holds(fact, question[m.start():stop]):
+            break
+        end = stop
+    return question[m.start():end].rstrip("?.!,;:")
 
 
 def _question_names_in(question: str, fact: str) -> list[str]:
