@@ -134,13 +134,11 @@ class GenerationAttempts:
         """The facts the hop from ``lead`` found about who fills the role, the ``LEAD_CHOICES``
         closest to the question asked of them ("Where did Borys Lankosz study?" for "Where did
         the director of film Reverse study?"; the web's embedder)."""
-        named, role = asked_through(question)
-        texts: list[str] = []
-        asked = question
-        for entity, added in chain.hops_after(lead):
-            texts.extend(added)
-            asked = ask_past(question, named, role, entity) if role else question
-            break  # the role's holder: the first hop of the lead
+        hops = chain.hops_after(lead)
+        if not hops:
+            return []
+        entity, texts = hops[0]  # the role's holder: the first hop of the lead
+        asked = ask_past(question, *asked_through(question), entity)
         embedder = getattr(chain.web, "embedder", None)
         if len(texts) <= 1 or embedder is None:
             return texts[:LEAD_CHOICES]
