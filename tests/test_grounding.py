@@ -204,3 +204,33 @@ def test_a_title_joined_by_or_is_one_name_where_a_fact_writes_it_so():
     assert ground(question, "Ada Quint", [own]).grounded
     # two names joined by "and" that no fact writes together stay two names
     assert ground("Where were Lamp Street and Dune Sea filmed?", "Oslo", ["Lamp Street was filmed in Oslo."]).grounded
+
+
+@pytest.mark.parametrize("question", [
+    "Harbour Nights featured the actress who played which role in The Quay Street Mysteries?",
+    "Which part in The Quay Street Mysteries did the actress of Harbour Nights play?",
+    "In The Quay Street Mysteries, what part was played by the actress seen in Harbour Nights?",
+])
+def test_an_answer_whose_facts_never_reach_another_name_of_the_question_is_not_proven(question):
+    """Two names asked together: the facts holding the answer must reach both. A fact about the
+    film beside one about an actress of the series, sharing no entity, ties her to nothing the
+    film holds (HotpotQA's "Lover Come Back ... The Brady Bunch": "Selma Archerd", wrong and
+    grounded at eb08894). Names invented for this test, three wordings."""
+    film = "Harbour Nights is a 1958 comedy directed by Oskar Lind."
+    series = "Mara Vell has also appeared on The Quay Street Mysteries."
+    verdict = ground(question, "Mara Vell", [film, series])
+    assert not verdict.grounded
+    assert "Harbour Nights" in verdict.how and "chain breaks" in verdict.how
+    # tied by a fact that names the actress in the film, the chain holds
+    cast = "Harbour Nights stars Mara Vell as a ferry pilot."
+    role = "Mara Vell played Ines Marr on The Quay Street Mysteries."
+    assert ground(question, "Ines Marr", [film, cast, role]).grounded
+
+
+def test_a_value_both_names_share_stands_on_two_chains():
+    """"Both A and B ...?": each name's facts hold the answer, each chain reaches its name."""
+    question = "The Vell Terrier and the Norvik Hound were both bred in which century?"
+    facts = ["The Vell Terrier is a dog breed that originated in Norvik in the 18th century.",
+             "The Norvik Hound is a large breed of scent hound.",
+             "The breed was developed in the Norvik Hound Society kennels during the 18th century."]
+    assert ground(question, "18th century", facts).grounded
