@@ -218,3 +218,17 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (an all-zero row stays zero rather than becoming NaN)."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)
+
+
+def closest(embedder: Any, query: str, texts: Sequence[str], margin: float, limit: int,
+            keys: Sequence[str] | None = None) -> list[str]:
+    """Those of ``texts`` whose cosine with ``query`` is within ``margin`` of the closest, at
+    most ``limit``, closest first (``embedder``: anything with :meth:`Embedder.encode`, unit
+    rows). ``keys``: the forms embedded in place of ``texts`` (one each); the texts are returned.
+    Without an embedder, or one text, the first ``limit``."""
+    if embedder is None or len(texts) <= 1:
+        return list(texts[:limit])
+    vectors = np.asarray(embedder.encode([query, *(keys if keys is not None else texts)]), dtype=np.float32)
+    sims = vectors[1:] @ vectors[0]
+    order = [int(i) for i in np.argsort(-sims, kind="stable") if sims[i] >= sims.max() - margin]
+    return [texts[i] for i in order[:limit]]

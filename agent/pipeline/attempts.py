@@ -24,8 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from ..embeddings import closest
 from ..index.base import FactTree
 from ..knowledge.normalize import normalize_answer
 from .asked import AskedCheck, AskedChecker, ask_past, asked_through, parse_triple
@@ -139,13 +138,7 @@ class GenerationAttempts:
             return []
         entity, texts = hops[0]  # the role's holder: the first hop of the lead
         asked = ask_past(question, *asked_through(question), entity)
-        embedder = getattr(chain.web, "embedder", None)
-        if len(texts) <= 1 or embedder is None:
-            return texts[:LEAD_CHOICES]
-        vectors = np.asarray(embedder.encode([asked, *texts]), dtype=np.float32)
-        sims = vectors[1:] @ vectors[0]
-        order = [int(i) for i in np.argsort(-sims) if sims[i] >= sims.max() - LEAD_MARGIN]
-        return [texts[i] for i in order[:LEAD_CHOICES]]
+        return closest(getattr(chain.web, "embedder", None), asked, texts, LEAD_MARGIN, LEAD_CHOICES)
 
     def _record(self, number: int, tree: str, part: ReplyPart, reply: Reply, chain: ChainingTree | None,
                 started: float) -> dict[str, Any]:
