@@ -6,7 +6,8 @@ A connected chain of stated facts that holds the answer's words is not yet a pro
 here is written for one relation or one dataset's wording):
 
 - **A triple's relation against what the question asks** (:class:`RelationMatcher`). The
-  question, its names put as "X", is embedded (the knowledge web's sentence embedder) and
+  question, its names put as "X" (with a name's description before it: "the Swedish
+  performance artist X" is "X"), is embedded (the knowledge web's sentence embedder) and
   compared with every relation known: the bundled Wikidata relations (``agent/data/relations/``:
   label and description) and the knowledge base's own. The fact passes when its relation is
   the closest, or within ``margin`` of it, or the closest of the relations the knowledge holds
@@ -56,7 +57,7 @@ import numpy as np
 
 from ..index.base import FactTree
 from ..knowledge.normalize import normalize_answer
-from ..web.keywords import extract_keywords
+from ..web.keywords import STOP_WORDS, extract_keywords
 from .values import parse_date, parse_number
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ ITEM_SHARE = 0.1
 # KAMEL, PopQA, MuSiQue, HotpotQA, 2Wiki and the paraphrase set: the 17 caught all have numeric
 # gold answers (gaps 0.10-0.33); none with a non-numeric gold answer was caught.
 NUMERIC_MARGIN = 0.08
+# At most this many words describe a name between "the" and it ("the Swedish performance artist").
+_DESCRIPTION_WORDS = 4
 _BARE_NUMBER = re.compile(r"[-+]?\d[\d,.]*")
 
 
@@ -195,11 +198,24 @@ class RelationLabels:
 
 
 def _without(question: str, names: Iterable[str]) -> str:
-    """``question`` with its names (and their possessive 's) as "X": what it asks of them."""
+    """``question`` with its names (and their possessive 's) as "X": what it asks of them. A
+    name's description before it ("the Swedish performance artist X": "the", then words none of
+    which is a small word of the language) goes with it: it says what X is, not what is asked
+    ("performance" drew "location of first performance" over "place of birth")."""
     out = question
     for name in sorted({n.strip() for n in names if n and n.strip()}, key=len, reverse=True):
         out = re.sub(rf"(?<![^\W_]){re.escape(name)}(?:['’]s?)?(?![^\W_])", " X ", out, flags=re.IGNORECASE)
-    return " ".join(out.split())
+    words = out.split()
+    kept: list[str] = []
+    for word in words:
+        if word == "X":
+            start = next((j for j in range(len(kept) - 1, max(-1, len(kept) - 1 - _DESCRIPTION_WORDS - 1), -1)
+                          if kept[j].lower() == "the"), None)
+            between = kept[start + 1:] if start is not None else []
+            if between and all(w.lower() not in STOP_WORDS and w.isalnum() for w in between):
+                del kept[start:]
+        kept.append(word)
+    return " ".join(kept)
 
 
 class RelationMatcher:
