@@ -234,3 +234,14 @@ def test_a_value_both_names_share_stands_on_two_chains():
              "The Norvik Hound is a large breed of scent hound.",
              "The breed was developed in the Norvik Hound Society kennels during the 18th century."]
     assert ground(question, "18th century", facts).grounded
+
+
+def test_a_comma_ends_a_bridge_name():
+    """"Ford County, Kansas, United States" is three places to go on from, not one name searched
+    as a whole (MuSiQue: the state's hop found only other counties of Kansas). Written for
+    this test."""
+    from agent.pipeline.chaining import bridge_entities
+
+    fact = "Marlow Falls is the county seat of Breck County, Norvania, United States, named after Fort Breck."
+    question = "What is the population of the state where Marlow Falls Airport is located?"
+    assert bridge_entities(fact, question, limit=8) == ["Breck County", "Norvania", "United States", "Fort Breck"]

@@ -52,7 +52,7 @@ _TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
 def bridge_entities(fact: str, question: str, limit: int = 2) -> list[str]:
     """The entities ``fact`` adds to ``question``: for a triple its subject and object not named
     in the question (object first: the chain goes on from what the fact found); for a statement
-    its names (capitalized keywords) not in the question.
+    its names (capitalized keywords, a comma ending one) not in the question.
 
     >>> bridge_entities("<Edith Frank-Holländer> <country of citizenship> <Germany> .",
     ...                 "What is the official language of the country Edith Frank-Holländer is a citizen of?")
@@ -63,7 +63,10 @@ def bridge_entities(fact: str, question: str, limit: int = 2) -> list[str]:
     if m:
         candidates = [m.group(3).strip(), m.group(1).strip()]
     else:
-        candidates = [k for k in extract_keywords(fact, limit=20) if any(c.isupper() for c in k)]
+        # A comma ends a name: "Ford County, Kansas, United States" is three places (one
+        # keyword run across the commas would be searched as one).
+        candidates = [k for part in re.split(r"[,;]\s+", fact) for k in extract_keywords(part, limit=20)
+                      if any(c.isupper() for c in k)]
     out: list[str] = []
     for entity in candidates:
         norm = normalize_answer(entity)
