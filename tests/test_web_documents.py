@@ -79,6 +79,13 @@ def test_keywords():
     assert extract_keywords("How old was Leonardo da Vinci when he painted the Mona Lisa?") == \
         ["Leonardo da Vinci", "painted", "Mona Lisa"]
     assert keyword_id("Paris") == keyword_id("  paris ")
+    # a question's first word asks, it starts no name; an article does, and so does a small
+    # word opening a statement ("In Paris" stays as facts are keyed)
+    assert extract_keywords("Did Lamp Street come out before Dune Sea?") == ["Lamp Street", "come", "Dune Sea"]
+    assert extract_keywords("Are Ada Quint and Bo Rask both painters?")[0] == "Ada Quint and Bo Rask"
+    assert extract_keywords("Is The Quiet Coast older than Dune Sea?")[:1] == ["The Quiet Coast"]
+    assert extract_keywords("The Hague lies on which sea?")[0] == "The Hague"
+    assert extract_keywords("In Paris he met her.")[0] == "In Paris"
     assert triple_keywords("Oslo", "oslo") == ["Oslo"]
 
 

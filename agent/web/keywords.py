@@ -2,9 +2,9 @@
 
 Rules, not a model, so that a fact and a question that name the same thing get the same keyword
 and a build is fast and deterministic: runs of capitalized words are one name ("Journal of
-Psychotherapy Integration", with lowercase joiners such as "of" or "de" inside), numbers and years
-are kept, and the remaining content words (no stop words, at least three letters) are keywords on
-their own. Keywords are compared by their normalized form (:func:`keyword_id`), so "Paris" and
+Psychotherapy Integration", with lowercase joiners such as "of" or "de" inside; a question's first
+word, when a small one like "Are" or "Did", starts none), numbers and years are kept, and the
+remaining content words (no stop words, at least three letters) are keywords on their own. Keywords are compared by their normalized form (:func:`keyword_id`), so "Paris" and
 "paris" are one keyword node.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from .documents import stable_id
 STOP_WORDS = frozenset(
     ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "many", "much", "old", "one", "ones", "did", "first", "last", "year", "years", "known", "called", "named", "became", "become", "later", "however", "whose", "whether", "which's"]
 )
+_ARTICLES = frozenset({"the", "a", "an"})
 # Lowercase words that may sit inside a capitalized name: "University of Oslo", "Leonardo da Vinci".
 JOINERS = frozenset({"of", "de", "da", "del", "der", "di", "du", "la", "le", "van", "von", "the", "and", "for", "y"})
 
@@ -46,6 +47,10 @@ def extract_keywords(text: str, limit: int = 12) -> list[str]:
     tokens = _TOKEN.findall(text)
     found: list[str] = []
     seen: set[str] = set()
+    # A question's first word, when a small word ("Are", "Did", "Both", "In"), asks: it starts
+    # no name ("Are Christopher Nolan and ..." names Christopher Nolan); an article still does
+    # ("The Hague").
+    asking = text.rstrip().endswith("?") and bool(tokens) and tokens[0].lower() not in _ARTICLES
 
     def add(words: list[str]) -> None:
         while words and words[-1].lower() in JOINERS:
@@ -62,7 +67,7 @@ def extract_keywords(text: str, limit: int = 12) -> list[str]:
     while i < len(tokens):
         token = tokens[i]
         if _is_capitalized(token) and not (token.lower() in STOP_WORDS and not token[0].isdigit()
-                                           and not _continues_name(tokens, i)):
+                                           and (not _continues_name(tokens, i) or i == 0 and asking)):
             words = [token]
             j = i + 1
             while j < len(tokens):
