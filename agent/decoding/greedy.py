@@ -46,6 +46,8 @@ MAX_JUMP = 256
 # With ``facts_free``, all the tokens of a reply (its facts included) stay under this many times its
 # budget.
 FACTS_FREE_TIMES = 8
+# Tokens past its longest fact a line of :meth:`DecodeSession.state_one` may take (the newline).
+LINE_SLACK = 8
 
 
 class ModelSteps(Protocol):
@@ -174,6 +176,33 @@ class DecodeSession:
         for pos, token in enumerate(self.out):
             trace = self.tracker.advance(trace, token, pos)
         self.trace = trace
+
+    def state_one(self, tracker: FactTracker, trigger: Sequence[int], *, at_least: int = 0) -> int | None:
+        """One fact line under ``tracker`` alone (its index: the facts this line may state):
+        ``trigger`` (the line's opening, "Fact:") is written into the reply, then the model goes
+        on to the line's end, for as many tokens as the index's longest fact and a few more (at
+        least ``at_least``): a fact is never cut by the budget. The session's own tracker and
+        ``on_fact`` are set aside meanwhile, then walked again over the whole reply (a fact
+        their index holds too becomes one of its spans). Returns the index (in ``tracker``'s
+        facts) of the fact written, or None when none was completed (the line stays: the
+        caller may rewind it)."""
+        own, on_fact = self.tracker, self.on_fact
+        self.tracker, self.on_fact = tracker, None
+        self.trace = tracker.start()
+        index = tracker.index
+        budget = max(at_least, max(len(index.fact_tokens(i)) for i in range(len(index))) + LINE_SLACK)
+        try:
+            self.feed(trigger, reply=True)
+            for _ in self.generate(budget, line_done=True):
+                pass
+            spans = list(self.trace.spans)
+        finally:
+            self.tracker, self.on_fact = own, on_fact
+            if own is None:
+                self.trace = None
+            else:
+                self.replay()
+        return spans[-1][0] if spans else None
 
     def choose(self, candidates: Sequence[Sequence[int]]) -> tuple[int, list[float]]:
         """Which of ``candidates`` (token ids that could come next) the model finds likeliest, by

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from ..decoding import FactGenerator
 from ..decoding.greedy import DecodeSession
 from ..decoding.spans import FactSpan, decode_tokens
-from ..decoding.tracker import FactTracker, TraceState
+from ..decoding.tracker import FactTracker
 from ..knowledge.normalize import normalize_answer
 from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
@@ -70,10 +70,10 @@ if TYPE_CHECKING:
 
 OPTIONS_PROMPT = "agent-options"
 # Lines the model may write for one option (facts, then its value), and tokens per line (a
-# ``Fact:`` line may take its longest fact's tokens and a few more: a long fact is never cut).
+# ``Fact:`` line may take its longest fact's tokens and a few more: a long fact is never cut,
+# :meth:`~agent.decoding.greedy.DecodeSession.state_one`).
 MAX_LINES = 5
 LINE_TOKENS = 96
-LINE_SLACK = 8
 # New facts a hop writes into the reply (``Found:`` lines) after a stated fact.
 FOUND_FACTS = 2
 # How much closer "date of birth" must be to the question than "date of death" (or the other
@@ -281,19 +281,11 @@ class OptionsStep:
             return None
         index = FactIndex.build([Fact.from_statement(t, getattr(known.get(t), "source", "")) for t in texts],
                                 tokenizer)
-        session.tracker = FactTracker(index, session.vocab)
-        session.trace = TraceState(line="")
-        session.feed(self._encode("Fact:"), reply=True)
-        done = len(session.trace.spans)
-        longest = max(len(index.fact_tokens(i)) for i in range(len(index)))
-        for _ in session.generate(max(LINE_TOKENS, longest + LINE_SLACK), line_done=True):
-            pass
+        picked = session.state_one(FactTracker(index, session.vocab), self._encode("Fact:"), at_least=LINE_TOKENS)
         show()
-        spans = session.trace.spans
-        session.tracker, session.trace = None, None
-        if len(spans) <= done:
+        if picked is None:
             return None
-        fact = index.facts[spans[-1][0]].text
+        fact = index.facts[picked].text
         stated.append(fact)
         return fact
 

@@ -168,23 +168,12 @@ class ReplyWriter:
         if not texts or self._stopped(session) or session.ended:
             return None
         index = FactIndex.build([Fact.from_statement(t) for t in texts], self.tokenizer)
-        tracker, on_fact = session.tracker, session.on_fact
-        session.tracker, session.on_fact = FactTracker(index, self.generator.vocab), None
-        session.trace = session.tracker.start()
-        longest = max(len(index.fact_tokens(i)) for i in range(len(index)))
         begin = len(session.out)
-        try:
-            session.feed(self._encode(TRIGGER), reply=True)
-            for _ in session.generate(longest + 8, line_done=True):
-                pass
-            spans = session.trace.spans
-        finally:
-            session.tracker, session.on_fact = tracker, on_fact
-            session.replay()
-        if not spans:
+        picked = session.state_one(FactTracker(index, self.generator.vocab), self._encode(TRIGGER))
+        if picked is None:
             session.rewind(begin)  # no fact completed: the line goes
             return None
-        fact = index.facts[spans[-1][0]].text
+        fact = index.facts[picked].text
         if reply.guard is not None:
             reply.guard.stated[0].append(fact)
         return fact
