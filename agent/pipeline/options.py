@@ -59,7 +59,7 @@ from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
 from ..web.keywords import extract_keywords, only_in_longer_names
 from .chaining import bare_name, bridge_entities, is_about, role_holder
-from .grounding import says_form
+from .grounding import holds_answer, says_form
 from .plan import QuestionPlan
 from .values import Dated, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
 
@@ -473,20 +473,13 @@ def _hold(reading: OptionReading, facts: Sequence[str], kind: str, order: str) -
             if any(abs(parse_number(m) - number) < 1e-9 for m in _numbers(fact)):
                 reading.held, reading.number = i, number
                 return
-        elif _contains_words(fact, value):
+        elif holds_answer(fact, value):
             reading.held = i
             return
 
 
 def _numbers(text: str) -> list[str]:
     return re.findall(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?", text)
-
-
-def _contains_words(fact: str, value: str) -> bool:
-    outer = normalize_answer(fact.replace("<", " ").replace(">", " ")).split()
-    inner = normalize_answer(value).split()
-    n = len(inner)
-    return n > 0 and any(outer[i:i + n] == inner for i in range(len(outer) - n + 1))
 
 
 def _order(order: str, a: OptionReading, b: OptionReading, facts: Sequence[str]) -> int | None:
@@ -528,7 +521,7 @@ def _names(text: str, name: str) -> bool:
     """Whether ``text`` names ``name`` (its words, in order, case and accents aside) as itself,
     not only as the start of a longer name: a fact of "Science News for Students" says nothing
     of Science News (a look-alike entity)."""
-    return _contains_words(text, name) and not only_in_longer_names(text, name)
+    return holds_answer(text, name) and not only_in_longer_names(text, name)
 
 
 def _values(plan: QuestionPlan, facts: Sequence[str], option: str) -> list[str]:
@@ -544,7 +537,7 @@ def _values(plan: QuestionPlan, facts: Sequence[str], option: str) -> list[str]:
             out.extend(m for m in _numbers(fact) if not any(m in d for d in out))
         if plan.kind == "same":
             out.extend(k for k in extract_keywords(fact, limit=30)
-                       if any(c.isupper() for c in k) and not _contains_words(option, k) and not _contains_words(k, option))
+                       if any(c.isupper() for c in k) and not holds_answer(option, k) and not holds_answer(k, option))
     return list(dict.fromkeys(v.strip() for v in out if v.strip()))
 
 
