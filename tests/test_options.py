@@ -56,8 +56,24 @@ def test_who_lived_longer_compares_the_spans_of_the_lives():
              "Melvin Kranzberg (November 22, 1917 – December 6, 1995) was an American historian."]
     readings = [OptionReading("Bernhard Afinger", facts=[0], value="6 May 1813", read_from=[0]),
                 OptionReading("Melvin Kranzberg", facts=[1], value="November 22, 1917", read_from=[1])]
-    plan = QuestionPlan("choice", ("Bernhard Afinger", "Melvin Kranzberg"), "more")
+    plan = QuestionPlan("choice", ("Bernhard Afinger", "Melvin Kranzberg"), "more", length=True)
     assert compute_step(plan, readings, facts)[:2] == ("Melvin Kranzberg", True)  # 78 years against 69
+    # "more" that says no length ("Which writer had a more diverse career?"): dates decide nothing
+    # (HotpotQA: "Irwin Shaw" was given, right by chance, as the one who lived longer)
+    plan = QuestionPlan("choice", ("Bernhard Afinger", "Melvin Kranzberg"), "more")
+    answer, shown, how, _ = compute_step(plan, readings, facts)
+    assert (answer, shown) == ("", False) and "do not say which is more" in how
+
+
+def test_an_order_word_of_length_is_read_in_several_wordings():
+    from agent.pipeline.plan import LENGTH_WORDS, order_asked
+
+    for question in ("Who lived longer, Ada Quint or Bo Rask?", "Which of Ada Quint and Bo Rask had the longest life?",
+                     "Who outlived the other, Ada Quint or Bo Rask?"):
+        order, word = order_asked(question)
+        assert order == "more" and word in LENGTH_WORDS, question
+    order, word = order_asked("Between Ada Quint and Bo Rask, which writer has had a more diverse career?")
+    assert order == "more" and word not in LENGTH_WORDS
 
 
 def test_same_or_different_values():

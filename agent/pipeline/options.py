@@ -416,7 +416,7 @@ def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Seque
     used = tuple(sorted({i for r in readings for i in r.facts}))
     a, b = readings[0], readings[1]
     if plan.kind in ("choice", "verify"):
-        order = _order(plan.order, a, b, facts)
+        order = _order(plan.order, a, b, facts, plan.length)
         if order is None:
             return "", False, (f"the values of {a.option!r} ({a.value}) and {b.option!r} ({b.value}) "
                                f"do not say which is {plan.order}"), used
@@ -482,14 +482,17 @@ def _numbers(text: str) -> list[str]:
     return re.findall(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?", text)
 
 
-def _order(order: str, a: OptionReading, b: OptionReading, facts: Sequence[str]) -> int | None:
+def _order(order: str, a: OptionReading, b: OptionReading, facts: Sequence[str], length: bool = True) -> int | None:
     """-1 when ``a``'s value is earlier / smaller than ``b``'s, 1 when later / greater, None
-    when undecided. "more"/"less" of two dates (who lived longer) compare the spans of years
-    the options' facts give (a birth and a death date each)."""
+    when undecided. "more"/"less" of two dates compare the spans of years the options' facts
+    give (a birth and a death date each) only when the order word says a ``length`` ("who lived
+    longer"): "a more diverse career" is not decided by dates."""
     if order in ("earlier", "later"):
         return compare_dates(a.date, b.date) if a.date and b.date else None
     if a.number is not None and b.number is not None:
         return None if a.number == b.number else (-1 if a.number < b.number else 1)
+    if not length:
+        return None
     spans = [_life_years(r, facts) for r in (a, b)]
     if None in spans or spans[0] == spans[1]:
         return None

@@ -69,6 +69,9 @@ ORDER_WORDS: dict[str, str] = {
 }
 # Order words of age: "older" is born earlier.
 AGE_WORDS = frozenset({"older", "oldest", "elder", "eldest", "younger", "youngest"})
+# Order words of a length: with dates, "lived longer" compares the spans of lives; "more" alone
+# ("a more diverse career") says no length, and two dates then decide nothing.
+LENGTH_WORDS = frozenset({"longer", "longest", "shorter", "shortest", "outlived"})
 # The first word of a question that asks which (a choice) or whether (yes or no).
 _WH = frozenset({"which", "who", "whom", "whose", "what", "where", "when"})
 _AUX = frozenset({"is", "was", "are", "were", "did", "does", "do", "has", "had", "have", "can", "could", "will"})
@@ -91,6 +94,7 @@ class QuestionPlan:
     how: dict[str, str] = field(default_factory=dict)
     role: str = ""  # whose value is compared when not the options' own: "director" (of each film)
     age: bool = False  # the order word is one of age (older, younger): birth dates are compared
+    length: bool = False  # the order word is one of length (longer, outlived): spans of lives compared
 
     @property
     def steps(self) -> bool:
@@ -99,7 +103,7 @@ class QuestionPlan:
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "options": list(self.options), "order": self.order, "role": self.role,
-                "age": self.age,
+                "age": self.age, "length": self.length,
                 "how": dict(self.how)}
 
 
@@ -247,7 +251,7 @@ class PlanReader:
             order = ""
         role, said = self.compared(question, options)
         how["role"] = said
-        return QuestionPlan(kind, tuple(options), order, how, role, word in AGE_WORDS)
+        return QuestionPlan(kind, tuple(options), order, how, role, word in AGE_WORDS, word in LENGTH_WORDS)
 
     def compared(self, question: str, options: Sequence[str]) -> tuple[str, str]:
         """Whose value the question compares: "" for the options themselves, else the noun it
