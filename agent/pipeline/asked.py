@@ -62,6 +62,7 @@ import numpy as np
 from ..index.base import FactTree
 from ..knowledge.normalize import normalize_answer
 from ..web.keywords import STOP_WORDS, extract_keywords
+from .grounding import holds_answer
 from .values import parse_date, parse_number
 
 if TYPE_CHECKING:
@@ -614,17 +615,9 @@ def names_another_of_the_kind(question: str, answer: str, fact: str) -> str:
         after.append(run(j, 1))
     if not called:
         return ""
-    mine = normalize_answer(answer).split()
-    for name in [*called, *after]:
-        theirs = normalize_answer(name).split()
-        if theirs and (_contains_seq(theirs, mine) or _contains_seq(mine, theirs)):
-            return ""
+    if any(holds_answer(name, answer) or holds_answer(answer, name) for name in [*called, *after] if name):
+        return ""
     return f"the question asks which {' '.join(noun)}; the fact names {called[0]!r} so, not {answer!r}"
-
-
-def _contains_seq(outer: Sequence[str], inner: Sequence[str]) -> bool:
-    n = len(inner)
-    return n > 0 and any(list(outer[i:i + n]) == list(inner) for i in range(len(outer) - n + 1))
 
 
 def _question_names(question: str) -> list[str]:
@@ -659,7 +652,7 @@ def repeats_a_name(question: str, answer: str, stated: Sequence[str] = ()) -> st
         if name not in offered:
             return f"{answer!r} is named by the question itself, not asked by it"
         unread = [other for other in offered if normalize_answer(other) != target
-                  and not any(_holds(fact, other) for fact in stated)]
+                  and not any(holds_answer(fact, other) for fact in stated)]
         if unread:
             return (f"the question offers {' or '.join(offered)}; no stated fact says anything of "
                     f"{unread[0]!r}, so nothing shows that {answer!r} is the one")
@@ -682,13 +675,6 @@ def repeats_the_statement(answer: str, fact: str) -> str:
     if len(own) < 4 or sum(word in said for word in own) < WHOLE_SHARE * len(own):
         return ""
     return "the answer restates the whole statement; it does not say what the question asks of it"
-
-
-def _holds(fact: str, answer: str) -> bool:
-    words = normalize_answer(fact.replace("<", " ").replace(">", " ")).split()
-    target = normalize_answer(answer).split()
-    n = len(target)
-    return n > 0 and any(words[i:i + n] == target for i in range(len(words) - n + 1))
 
 
 class AskedChecker:
@@ -717,7 +703,7 @@ class AskedChecker:
         repeated = repeats_a_name(question, answer, stated)
         if repeated:
             return AskedCheck(False, chain[-1] if chain else None, "", "", "name", 0.0, repeated)
-        holding = [i for i in chain if _holds(stated[i], answer)]
+        holding = [i for i in chain if holds_answer(stated[i], answer)]
         if not holding:
             holding = chain[-1:]  # a sentence answer: its last fact
         if not holding:
@@ -792,7 +778,7 @@ def _through(question: str, fact: str, triple: tuple[str, str, str] | None) -> t
     # comma, and the question does not hold that form), as far as the fact holds it ("The City"
     # is "The City of the Sun" in a fact of that title: nothing is asked through it).
     named, noun = asked_through(question)
-    if noun and _holds(holder, named):
+    if noun and holds_answer(holder, named):
         whole = _as_far_as_held(question, named, holder)
         noun = asks_through(question, whole) if whole != named else noun
         if noun:
@@ -808,7 +794,7 @@ def _as_far_as_held(question: str, name: str, fact: str) -> str:
     end = m.end()
     for word in re.finditer(r"\S+", question[m.end():]):
         stop = m.end() + word.end()
-        if not _holds(fact, question[m.start():stop]):
+        if not holds_answer(fact, question[m.start():stop]):
             break
         end = stop
     return question[m.start():end].rstrip("?.!,;:")
@@ -818,7 +804,7 @@ def _question_names_in(question: str, fact: str) -> list[str]:
     out = []
     for keyword in extract_keywords(question, limit=20):
         keyword = re.sub(r"['’]s?$", "", keyword)  # "Denmark's" names Denmark
-        if any(c.isupper() for c in keyword) and _holds(fact, keyword):
+        if any(c.isupper() for c in keyword) and holds_answer(fact, keyword):
             out.append(keyword)
     return sorted(out, key=len, reverse=True)
 
