@@ -411,7 +411,11 @@ def asks_through(question: str, name: str) -> str:
             j = i - 1 if lower[i - 1] == "of" else i - 2
             if j >= 1 and lower[j] == "of":
                 noun = lower[j - 1]
-                if lower[i + 1:] or (j >= 3 and lower[j - 2] == "the" and lower[j - 3] == "of"):
+                # Something asked after it, "of the N of X", or "the N of X" as the object of a
+                # verb that is not "is" ("What movie stars A and the producer of X?": the movie
+                # is asked; "Who is the producer of X?": the producer is the answer).
+                if lower[i + 1:] or (j >= 3 and lower[j - 2] == "the"
+                                     and (lower[j - 3] == "of" or lower[j - 3] not in _COPULAS | _ASKING)):
                     if noun not in ("name", "date", "place", "year", "part", "one"):
                         return noun
     return ""
@@ -476,6 +480,7 @@ def ask_past(question: str, named: str, noun: str, holder: str) -> str:
 _PHRASE_ENDS = frozenset({"in", "from", "of", "by", "with", "for", "at", "on", "to", "into", "near", "during", "that",
                           "which", "who", "whom", "whose", "what", "where", "when", "how", "and", "or", "is", "was",
                           "are", "were", "has", "had"})
+_COPULAS = frozenset({"is", "was", "are", "were", "be", "been", "being", "became", "becomes", "remains"})
 _ASKING = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "how"})
 _RELATIVE = frozenset({"which", "where", "whose", "that", "who", "whom"})
 _PREPOSITIONS = frozenset({"in", "on", "at", "from", "of", "for", "to", "by", "with", "into", "near"})

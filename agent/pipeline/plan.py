@@ -280,13 +280,14 @@ def masked_question(question: str, names: Sequence[str]) -> str:
 
 def role_nouns(question: str, options: Sequence[str]) -> list[str]:
     """The nouns ``question`` introduces with a determiner outside the options' names ("the
-    director", "whose director", "their fathers", "director of film X")."""
+    director", "whose director", "their fathers", "which film's director", "director of film
+    X")."""
     rest = masked_question(question, options)
     words = question_words(rest)
     nouns = []
     for i, word in enumerate(words[:-1]):
         nxt = words[i + 1]
-        if word in _DETERMINERS:
+        if word in _DETERMINERS or word.endswith("'s") and word != "it's":  # "which film's director"
             noun = nxt
         elif nxt == "of" and i + 2 < len(words) and word not in _WH and word not in _AUX:
             noun = word
