@@ -18,8 +18,10 @@ STOP_WORDS = frozenset(
     ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "many", "much", "old", "one", "ones", "did", "first", "last", "year", "years", "known", "called", "named", "became", "become", "later", "however", "whose", "whether", "which's"]
 )
 _ARTICLES = frozenset({"the", "a", "an"})
-# Lowercase words that may sit inside a capitalized name: "University of Oslo", "Leonardo da Vinci".
-JOINERS = frozenset({"of", "de", "da", "del", "der", "di", "du", "la", "le", "van", "von", "the", "and", "for", "y"})
+# Lowercase words that may sit inside a capitalized name: "University of Oslo", "Leonardo da Vinci",
+# "Muhammad bin Musafir" (two names sharing "Muhammad" are not one person).
+JOINERS = frozenset({"of", "de", "da", "del", "der", "di", "du", "la", "le", "van", "von", "the", "and", "for", "y",
+                     "bin", "ibn", "bint", "al", "el"})
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
 
