@@ -183,31 +183,29 @@ def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
     question = _POSSESSIVE.sub(r"\1", question)
     q_norm = normalize_answer(question).split()
     q_names, stated = _joined_names(question, _question_names(question), stated)
-    chain: list[int] = []
-    entities: set[str] = set()  # of triples: a knowledge graph's entities are names, matched whole
-    names: set[str] = set()  # of statements: matched word for word, either way
-    for i, fact in enumerate(stated):
-        if any(_contains(q_norm, e.split()) for e in fact.entities) or _names_in(fact, q_names):
-            chain.append(i)
-            (entities if fact.triple else names).update(fact.entities)
-    grew = bool(chain)
+    anchors = [i for i, fact in enumerate(stated)
+               if any(_contains(q_norm, e.split()) for e in fact.entities) or _names_in(fact, q_names)]
+    return sorted(_reached(stated, anchors, range(len(stated))))
+
+
+def _reached(stated: Sequence[_Stated], start: Iterable[int], among: Iterable[int]) -> set[int]:
+    """``start`` and the facts of ``among`` linked to them (:func:`_linked`), directly or through
+    one another."""
+    reached, among = set(start), list(among)
+    grew = bool(reached)
     while grew:
         grew = False
-        for i, fact in enumerate(stated):
-            if i in chain:
-                continue
-            # <New Zealand> ... <Pacific Islanders> does not lead on to <Pacific Community>, nor
-            # <Latin> to <Latin Americans>: between triples only the same entity links.
-            linked = names | entities if fact.triple is None else names
-            if any(e in entities or _shares(e, linked) for e in fact.entities):
-                chain.append(i)
-                (entities if fact.triple else names).update(fact.entities)
+        for i in among:
+            if i not in reached and any(_linked(stated[j], stated[i]) for j in reached):
+                reached.add(i)
                 grew = True
-    return sorted(chain)
+    return reached
 
 
 def _linked(a: _Stated, b: _Stated) -> bool:
-    """Whether two stated facts share an entity, as :func:`connected_chain` links them."""
+    """Whether two stated facts share an entity: the same one, or for a statement a name that is
+    part of the other's (between triples only the same entity links: <New Zealand> ...
+    <Pacific Islanders> does not lead on to <Pacific Community>, nor <Latin> to <Latin Americans>)."""
     if a.entities & b.entities:
         return True
     if a.triple is not None and b.triple is not None:
@@ -223,14 +221,7 @@ def _broken_away(question: str, stated: Sequence[_Stated], chain: Sequence[int],
     Come Back that shares no entity with it: nothing ties her to that film."""
     plain = _POSSESSIVE.sub(r"\1", question)
     q_names, stated = _joined_names(plain, _question_names(plain), stated)
-    reached = set(holding)
-    grew = True
-    while grew:
-        grew = False
-        for i in chain:
-            if i not in reached and any(_linked(stated[j], stated[i]) for j in reached):
-                reached.add(i)
-                grew = True
+    reached = _reached(stated, holding, chain)
 
     def held(i: int) -> set[frozenset[str]]:
         fact = stated[i]
