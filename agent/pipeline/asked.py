@@ -501,13 +501,7 @@ def _described(question: str) -> list[tuple[str, int]]:
     for i, word in enumerate(words[:last]):
         if word not in ("a", "an"):
             continue
-        phrase: list[int] = []
-        for j in range(i + 1, last + 1):
-            if words[j] in _PHRASE_ENDS or words[j] in ("a", "an", "the"):
-                break
-            phrase.append(j)
-        while len(phrase) > 1 and words[phrase[-1]].endswith("ed"):  # "located", "headquartered", "created"
-            phrase.pop()
+        phrase = _phrase(words, i + 1, last + 1)
         if phrase:
             out.append((words[phrase[-1]], tokens[phrase[-1]][1]))
     return out
@@ -562,18 +556,28 @@ def asked_noun(question: str) -> list[str]:
     """The words of the noun phrase the question's last "what"/"which" asks for, as written
     ("members of what crime family?" -> ["crime", "family"]; "which city is ..." -> ["city"]);
     [] when it asks none so ("what is ...", "who ...")."""
-    words = [w for w in _Q_TOKEN.findall(question)]
+    words = _Q_TOKEN.findall(question)
     lower = [w.lower() for w in words]
     asking = [i for i, w in enumerate(lower) if w in ("what", "which")]
     if not asking:
         return []
-    phrase = []
-    for j in range(asking[-1] + 1, len(words)):
-        if lower[j] in _PHRASE_ENDS or lower[j] in STOP_WORDS or lower[j] in ("a", "an", "the") \
-                or phrase and words[j][:1].isupper():  # a name begins: "what group belonged X to"
+    # a small word ends it, and so does a name ("what group belonged X to")
+    phrase = _phrase(lower, asking[-1] + 1, len(words),
+                     lambda j, so_far: lower[j] in STOP_WORDS or bool(so_far) and words[j][:1].isupper())
+    return [words[j] for j in phrase]
+
+
+def _phrase(lower: Sequence[str], start: int, stop: int,
+            ends: Callable[[int, list[int]], bool] | None = None) -> list[int]:
+    """The indices of a noun phrase's words from ``start`` (before ``stop``): up to a
+    preposition, a relative pronoun, a wh-word or an article (or where ``ends(j, so_far)``
+    says), less trailing participles ("located", "headquartered", "created")."""
+    phrase: list[int] = []
+    for j in range(start, stop):
+        if lower[j] in _PHRASE_ENDS or lower[j] in ("a", "an", "the") or ends is not None and ends(j, phrase):
             break
-        phrase.append(words[j])
-    while len(phrase) > 1 and phrase[-1].lower().endswith("ed"):  # "located", "headquartered"
+        phrase.append(j)
+    while len(phrase) > 1 and lower[phrase[-1]].endswith("ed"):
         phrase.pop()
     return phrase
 
