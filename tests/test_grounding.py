@@ -227,6 +227,39 @@ def test_an_answer_whose_facts_never_reach_another_name_of_the_question_is_not_p
     assert ground(question, "Ines Marr", [film, cast, role]).grounded
 
 
+@pytest.mark.parametrize("question", [
+    "What coastal country on the Vell Sea is the birthplace of the painter Ada Quint?",
+    "Which country bordering the Vell Sea was the painter Ada Quint born in?",
+    "The painter Ada Quint was born in what country on the Vell Sea?",
+])
+def test_an_answer_must_reach_what_the_question_asks_about(question):
+    """A fact that only says what the asking phrase says of the answer ("a coastal country on
+    the Vell Sea") proves nothing about whom the question asks (HotpotQA: "Lesotho is a
+    mountainous, landlocked country located in Southern Africa" for the birthplace of the artist
+    Ayesha, wrong and grounded when the model was made to state a fact). Names invented for this
+    test, three wordings."""
+    coast = ["Norvia is a coastal country on the Vell Sea.", "Ostland is a small country on the Vell Sea."]
+    verdict = ground(question, "Ostland", coast)
+    assert not verdict.grounded and "Ada Quint" in verdict.how
+    born = "Ada Quint (1901 - 1970) was a painter born in Ostland."
+    assert ground(question, "Ostland", [born, coast[1]]).grounded
+
+
+@pytest.mark.parametrize("question", [
+    "This Norvian basketball team based in Ostberg is sponsored by which brewery?",
+    "Which brewery sponsors the Norvian basketball team based in Ostberg?",
+    "The Norvian basketball team from Ostberg has been sponsored by what brewery?",
+])
+def test_a_word_that_only_qualifies_a_noun_anchors_no_proof(question):
+    """"Norvian" in "the Norvian basketball team" says what kind of team, not which: a fact about
+    another Norvian thing is no proof (HotpotQA: "1979" from "The German edition was awarded
+    Spiel des Jahres in 1979." for a German basketball team's sponsor)."""
+    other = "The Norvian Brewers Guild was founded by Vell Breweries in 1902."
+    assert not ground(question, "Vell Breweries", [other]).grounded
+    team = "Ostberg Lions, a Norvian basketball team based in Ostberg, are sponsored by Vell Breweries."
+    assert ground(question, "Vell Breweries", [team]).grounded
+
+
 def test_a_value_both_names_share_stands_on_two_chains():
     """"Both A and B ...?": each name's facts hold the answer, each chain reaches its name."""
     question = "The Vell Terrier and the Norvik Hound were both bred in which century?"

@@ -74,7 +74,7 @@ AGE_WORDS = frozenset({"older", "oldest", "elder", "eldest", "younger", "younges
 LENGTH_WORDS = frozenset({"longer", "longest", "shorter", "shortest", "outlived"})
 # The first word of a question that asks which (a choice) or whether (yes or no).
 _WH = frozenset({"which", "who", "whom", "whose", "what", "where", "when"})
-_AUX = frozenset({"is", "was", "are", "were", "did", "does", "do", "has", "had", "have", "can", "could", "will"})
+AUXILIARIES = frozenset({"is", "was", "are", "were", "did", "does", "do", "has", "had", "have", "can", "could", "will"})
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 # Words that introduce a noun naming someone or something an option leads to.
 _DETERMINERS = frozenset({"the", "whose", "their", "its", "his", "her"})
@@ -164,7 +164,7 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
             # "Were Ada Varga and Ines Varro" is two names after a capitalised first word.
             for name in re.split(r"\s+(?:and|or|than|vs\.?|versus)\s+", keyword):
                 parts = name.split()
-                while parts and parts[0].lower() in _WH | _AUX | {"both", "between", "of"}:
+                while parts and parts[0].lower() in _WH | AUXILIARIES | {"both", "between", "of"}:
                     parts = parts[1:]
                 name = " ".join(parts)
                 if not name or not any(c.isupper() or c.isdigit() for c in name):
@@ -227,8 +227,8 @@ class PlanReader:
             return QuestionPlan("lookup", (), "", {"kind": "fewer than two things named"})
         how["options"] = found
         asks_which = any(w in _WH for w in words)
-        if order and (asks_which or first in _AUX):
-            kind = "verify" if first in _AUX and not asks_which else "choice"
+        if order and (asks_which or first in AUXILIARIES):
+            kind = "verify" if first in AUXILIARIES and not asks_which else "choice"
             how["kind"] = f"{'asks whether' if kind == 'verify' else 'asks which'}, by an order ({word!r})"
             how["order"] = f"{word!r} asks for the {order}"
         else:
@@ -236,11 +236,11 @@ class PlanReader:
             votes: dict[str, float] = {}
             for example, sim in near:
                 votes[example["kind"]] = votes.get(example["kind"], 0.0) + sim
-            if asks_which and first not in _AUX:
+            if asks_which and first not in AUXILIARIES:
                 # A question with a wh-word that does not open with an auxiliary verb asks for a
                 # thing ("... located in what city?"), not whether: it is not answered yes or no.
                 votes.pop("same", None)
-            if any(w in ("what", "which") and nxt not in _AUX for w, nxt in zip(words, words[1:])):
+            if any(w in ("what", "which") and nxt not in AUXILIARIES for w, nxt in zip(words, words[1:])):
                 # "which century", "what city": it asks for a thing of that kind, not how far
                 # apart two values are (a number: "how many years", "what is the gap").
                 votes.pop("difference", None)
@@ -289,7 +289,7 @@ def role_nouns(question: str, options: Sequence[str]) -> list[str]:
         nxt = words[i + 1]
         if word in _DETERMINERS or word.endswith("'s") and word != "it's":  # "which film's director"
             noun = nxt
-        elif nxt == "of" and i + 2 < len(words) and word not in _WH and word not in _AUX:
+        elif nxt == "of" and i + 2 < len(words) and word not in _WH and word not in AUXILIARIES:
             noun = word
         else:
             continue
