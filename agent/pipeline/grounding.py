@@ -25,7 +25,7 @@ one anyway and answers from it. An answer stands when:
    Southern Africa is the birthplace of the artist Ayesha?" is not answered by "Lesotho is a
    landlocked country located in Southern Africa"), nor a word that only qualifies a noun ("This
    German professional basketball team ..." is not about a German edition of a game).
-   Re-grounding every saved evaluation answer (1,611 of them, each method) this withheld 10
+   Re-grounding every saved evaluation answer (1,612 of them, each method) this withheld 10
    wrong answers marked grounded (agent 8, web-rag 2) and no right one.
 
 No answer stands that only repeats a whole name the question asks about ("Leonida Tonelli" for
