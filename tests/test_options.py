@@ -4,8 +4,10 @@ numbers compared by what their texts say; "same" by the words, "different" only 
 values are far apart."""
 from __future__ import annotations
 
+import pytest
+
 from agent.pipeline.options import OptionReading, compute_step
-from agent.pipeline.plan import QuestionPlan
+from agent.pipeline.plan import QuestionPlan, said_of_both
 
 FACTS = ["Quiet Harbour is a 1954 drama directed by Paul Amsel.",
          "Paul Amsel (12 March 1901 – 4 May 1970) was a German director.",
@@ -91,6 +93,41 @@ def test_same_or_different_values():
     assert compute_step(plan, readings(1, "Italian"), facts, far)[:2] == ("no", True)
     assert compute_step(plan, readings(1, "Italian"), facts, near)[:2] == ("", False)
     assert compute_step(plan, readings(1, "Italian"), facts)[:2] == ("", False)  # no embedder: not shown
+
+
+@pytest.mark.parametrize(("question", "said"), [
+    ("Are Ada Varga and Ines Varro both film directors?", "film directors"),
+    ("Were both Ada Varga and Ines Varro film directors?", "film directors"),
+    ("Ada Varga and Ines Varro: are they both film directors?", "film directors"),
+    ("Are both directors, Ada Varga and Ines Varro, Austrian directors?", "Austrian directors"),
+    ("Are Ada Varga and Ines Varro from the same country?", ""),
+])
+def test_what_a_question_says_of_both_options(question, said):
+    assert said_of_both(question, ["Ada Varga", "Ines Varro"]) == said
+
+
+def test_both_options_said_to_be_what_the_question_says():
+    """"Are X and Y both film directors?" is read from a fact of each that calls it so, whatever
+    value the model read (HotpotQA: Christopher Nolan's value went unread, "I don't know."); no
+    when a fact calls one by the noun with other qualifying names; nothing shown from a fact
+    that only uses the words elsewhere ("directed an American film") or names a maker ("a Walt
+    Disney film")."""
+    facts = ["Ada Varga (born 1970) is an English-Austrian film director and writer.",
+             "Ines Varro is a Hungarian film and documentary director.",
+             "Bo Rask directed an Austrian film.",
+             "Lamp Street is a Walt Disney film.",
+             "Lamp Street is an Austrian film."]
+
+    def step(of_both: str, a: int, b: int):
+        readings = [OptionReading("A", facts=[a]), OptionReading("B", facts=[b])]  # no value read
+        return compute_step(QuestionPlan("same", ("A", "B"), of_both=of_both), readings, facts)
+
+    answer, shown, how, used = step("film directors", 0, 1)
+    assert (answer, shown, used) == ("yes", True, (0, 1)) and "film directors" in how
+    answer, shown, how, _ = step("Austrian directors", 0, 1)
+    assert (answer, shown) == ("no", True) and "Hungarian" in how
+    assert step("Austrian directors", 0, 2)[:2] == ("", False)  # Bo Rask: not called an Austrian director
+    assert step("Austrian films", 4, 3)[:2] == ("", False)  # "a Walt Disney film": a maker, not a country
 
 
 def test_a_difference_of_dates_in_whole_years():

@@ -69,6 +69,18 @@ def test_whose_value_is_compared(reader, question, role):
     assert reader.plan(question, NAMES).role == role, reader.plan(question, NAMES).how
 
 
+@pytest.mark.parametrize(("question", "of_both"), [
+    ("Are Lorna Vidal and Otto Brenner both film directors?", "film directors"),
+    ("Were both Lorna Vidal and Otto Brenner Austrian painters?", "Austrian painters"),
+    ("Lorna Vidal and Otto Brenner: are they both novelists?", "novelists"),
+    ("Are Lorna Vidal and Otto Brenner from the same country?", ""),
+])
+def test_what_a_same_question_says_of_both(reader, question, of_both):
+    """"Are X and Y both P?" is a "same" question whose step reads P from each option's facts."""
+    plan = reader.plan(question, NAMES)
+    assert (plan.kind, plan.of_both) == ("same", of_both), plan.how
+
+
 def test_order_words_and_what_is_not_one():
     assert order_asked("Is X older than Y?") == ("earlier", "older")
     assert order_asked("Which was released more recently, X or Y?") == ("later", "more recently")

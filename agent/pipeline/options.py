@@ -27,7 +27,10 @@ role, the second fact is about who fills it (:func:`~.chaining.role_holder`,
 reads that date of a life only (a film's year in the director's fact is not his birth); an
 option named with an event of its own ("the birth of Y" beside "the forming of X") is dated by
 that event (:func:`option_event`); and
-"the same country" compares values the embedder puts near "country" (:func:`values_of_kind`).
+"the same country" compares values the embedder puts near "country" (:func:`values_of_kind`);
+"Are X and Y both film directors?" is answered from a fact of each that calls it so (yes), or
+a fact that calls one by the noun with other qualifying names (no), not from the values read
+(:func:`says_of`).
 The ``Value:`` lines are the model's reading; the step itself is code (:mod:`.values`): each
 value must be held by a fact stated for its option (a date by a date a fact gives, a number by
 a number, a word by the same words), then the dates or numbers are compared, or the two values
@@ -57,7 +60,7 @@ from ..knowledge.normalize import normalize_answer
 from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
-from ..web.keywords import extract_keywords, only_in_longer_names
+from ..web.keywords import STOP_WORDS, extract_keywords, only_in_longer_names
 from .chaining import bare_name, bridge_entities, is_about, role_holder
 from .grounding import holds_answer, says_form
 from .plan import QuestionPlan
@@ -223,6 +226,10 @@ class OptionsStep:
                 if plan.role:
                     return _fitting(plan, texts)
                 fit = typed(_fitting(plan, texts), option)
+                if plan.of_both:  # "both film directors": first the facts that call it so
+                    head = [w for w in _words(plan.of_both) if w not in STOP_WORDS][-1:]
+                    fit = [t for t in fit if says_of(t, plan.of_both)] or \
+                        [t for t in fit if head and _noun_phrase(t, head[0]) is not None] or fit
                 return (dated(fit) or fit) if event else fit
 
             fit = fitting(about)
@@ -407,6 +414,10 @@ def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Seque
         _hold(reading, facts, plan.kind, plan.order)
     if len(readings) < 2:
         return "", False, "stopped before both options were read", ()
+    if plan.kind == "same" and plan.of_both:
+        said = _said_of_both(plan.of_both, readings, facts)
+        if said is not None:
+            return said
     missing = [r for r in readings if r.held is None]
     if missing:
         r = missing[0]
@@ -446,6 +457,69 @@ def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Seque
             return str(value), True, f"difference: |{a.value} - {b.value}| = {value}", used
         return "", False, "the values are not two dates or two numbers", used
     return "", False, f"no step for a {plan.kind} question", used
+
+
+def _said_of_both(of_both: str, readings: Sequence[OptionReading],
+                  facts: Sequence[str]) -> tuple[str, bool, str, tuple[int, ...]] | None:
+    """"Are X and Y both <of_both>?" read from the facts stated for each option: yes when a fact
+    of each says it (its last word a noun the fact calls the option by, the words before it in
+    that noun phrase: "an English-American film director" for "American directors"); no when a
+    fact of one calls it by that noun with other qualifying names ("a Hungarian and Austrian film
+    director" for "American directors"); None when the facts show neither (the values are then
+    compared, :func:`compute_step`)."""
+    words = [w for w in _words(of_both) if w not in STOP_WORDS]
+    if not words:
+        return None
+    qualifiers = {w.lower() for w in re.findall(r"[^\W\d_]+", of_both) if w[:1].isupper()}
+    used = tuple(sorted({j for x in readings for j in x.facts}))
+    held: list[int] = []
+    for r in readings:
+        holding = next((i for i in r.facts if says_of(facts[i], of_both)), None)
+        if holding is not None:
+            held.append(holding)
+            continue
+        for i in r.facts:
+            phrase = _noun_phrase(facts[i], words[-1]) or []
+            called = [w for w in phrase if w[:1].isupper()]
+            named = any(a[:1].isupper() and b[:1].isupper() for a, b in zip(phrase, phrase[1:]))
+            if qualifiers and called and not named and not qualifiers & {w.lower() for w in called}:
+                return "no", True, (f"fact {i + 1} calls {r.option} {' and '.join(called)}, not {of_both!r}: "
+                                    f"not both, so no"), used
+        return None
+    return "yes", True, ("both are said to be " + repr(of_both) + ": " +
+                         ", ".join(f"{r.option} (fact {i + 1})" for r, i in zip(readings, held)) + ", so yes"), used
+
+
+def says_of(fact: str, of_both: str) -> bool:
+    """Whether ``fact`` calls its subject ``of_both`` ("film directors"): its last word as a noun
+    of the fact (singular or plural), its other words in that noun phrase ("an English-American
+    film director" says "American directors"; "directed an American film" does not)."""
+    words = [w for w in _words(of_both) if w not in STOP_WORDS]
+    phrase = _noun_phrase(fact, words[-1]) if words else None
+    if phrase is None:
+        return False
+    inside = {_singular(part) for w in phrase for part in normalize_answer(w).split()}
+    return all(_singular(w) in inside for w in words[:-1])
+
+
+def _singular(word: str) -> str:
+    word = word.lower()
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _noun_phrase(fact: str, noun: str) -> list[str] | None:
+    """The words ``fact`` puts before ``noun`` (singular or plural) in its noun phrase, back to
+    an article or a verb of being ("was a Hungarian and Austrian film director" -> ["Hungarian",
+    "and", "Austrian", "film"]); None when the fact has no such noun."""
+    tokens = re.findall(r"[^\W\d_]+(?:[-’'][^\W\d_]+)*", fact)
+    for at, token in enumerate(tokens):
+        if _singular(token) != _singular(noun):
+            continue
+        j = at - 1
+        while j >= 0 and tokens[j].lower() not in ("a", "an", "the", "is", "was", "are", "were", "as"):
+            j -= 1
+        return tokens[j + 1:at]
+    return None
 
 
 def _said(order: str) -> str:

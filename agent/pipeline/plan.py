@@ -95,6 +95,7 @@ class QuestionPlan:
     role: str = ""  # whose value is compared when not the options' own: "director" (of each film)
     age: bool = False  # the order word is one of age (older, younger): birth dates are compared
     length: bool = False  # the order word is one of length (longer, outlived): spans of lives compared
+    of_both: str = ""  # what a "same" question says of both: "film directors" in "Are X and Y both film directors?"
 
     @property
     def steps(self) -> bool:
@@ -103,7 +104,7 @@ class QuestionPlan:
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "options": list(self.options), "order": self.order, "role": self.role,
-                "age": self.age, "length": self.length,
+                "age": self.age, "length": self.length, **({"of_both": self.of_both} if self.of_both else {}),
                 "how": dict(self.how)}
 
 
@@ -251,7 +252,10 @@ class PlanReader:
             order = ""
         role, said = self.compared(question, options)
         how["role"] = said
-        return QuestionPlan(kind, tuple(options), order, how, role, word in AGE_WORDS, word in LENGTH_WORDS)
+        prop = said_of_both(question, options) if kind == "same" else ""
+        if prop:
+            how["of_both"] = f"what the question says of both: {prop!r}"
+        return QuestionPlan(kind, tuple(options), order, how, role, word in AGE_WORDS, word in LENGTH_WORDS, prop)
 
     def compared(self, question: str, options: Sequence[str]) -> tuple[str, str]:
         """Whose value the question compares: "" for the options themselves, else the noun it
@@ -268,6 +272,22 @@ class PlanReader:
         no = sum(sim for example, sim in near if not example.get("role"))
         said = f"nearest written examples: {yes:.2f} for a role, {no:.2f} for the options themselves"
         return (nouns[0] if yes > no else ""), said
+
+
+def said_of_both(question: str, options: Sequence[str]) -> str:
+    """What a question says of both its options when it names the property itself ("Are X and Y
+    both film directors?", "Were both X and Y painters?", "Are both magazines, X and Y, British
+    publications?" -> "film directors", "painters", "British publications"): the words after
+    "both" or after the last option, whichever ends later; "" when it says "same" (a value
+    compared, :func:`~.options.same_attribute`), does not say "both", or says nothing after."""
+    if "same" in question_words(question) or "both" not in question_words(question):
+        return ""
+    ends = [m.end() for m in re.finditer(r"\bboth\b", question, flags=re.IGNORECASE)]
+    for option in options:
+        ends.extend(m.end() for m in re.finditer(re.escape(option), question, flags=re.IGNORECASE))
+    rest = question[max(ends):].strip(" \t,;:?!.")
+    rest = re.sub(r"^(?:of them|each)\b\s*", "", rest, flags=re.IGNORECASE)
+    return rest if _WORD.search(rest) else ""
 
 
 def masked_question(question: str, names: Sequence[str]) -> str:
