@@ -120,7 +120,7 @@ def test_both_options_said_to_be_what_the_question_says():
 
     def step(of_both: str, a: int, b: int):
         readings = [OptionReading("A", facts=[a]), OptionReading("B", facts=[b])]  # no value read
-        return compute_step(QuestionPlan("same", ("A", "B"), of_both=of_both), readings, facts)
+        return compute_step(QuestionPlan("same", ("A", "B"), trait=of_both), readings, facts)
 
     answer, shown, how, used = step("film directors", 0, 1)
     assert (answer, shown, used) == ("yes", True, (0, 1)) and "film directors" in how
@@ -128,6 +128,26 @@ def test_both_options_said_to_be_what_the_question_says():
     assert (answer, shown) == ("no", True) and "Hungarian" in how
     assert step("Austrian directors", 0, 2)[:2] == ("", False)  # Bo Rask: not called an Austrian director
     assert step("Austrian films", 4, 3)[:2] == ("", False)  # "a Walt Disney film": a maker, not a country
+
+
+def test_which_of_two_is_what_the_question_says():
+    """"Which singer is American, X or Y?": the option a fact calls so, when a fact calls the other
+    otherwise (HotpotQA: "Nick Hexum", by "an American musician" against "an English musician");
+    nothing shown when the other's fact says nothing of it, or both are called so."""
+    facts = ["Ada Varga is an Austrian singer and songwriter.",
+             "Ines Varro is an Italian singer.",
+             "Ines Varro recorded three albums in Vienna.",
+             "Bo Rask is an Austrian singer."]
+
+    def step(trait: str, a: int, b: int):
+        readings = [OptionReading("Ada Varga", facts=[a]), OptionReading("Other", facts=[b])]
+        return compute_step(QuestionPlan("choice", ("Ada Varga", "Other"), trait=trait), readings, facts)
+
+    answer, shown, how, _ = step("Austrian", 0, 1)
+    assert (answer, shown) == ("Ada Varga", True) and "Italian" in how
+    assert step("Italian", 0, 1)[:2] == ("Other", True)
+    assert step("Austrian", 0, 2)[:2] == ("", False)  # nothing said of the other's nationality
+    assert step("Austrian", 0, 3)[:2] == ("", False)  # both Austrian: no one of the two
 
 
 def test_a_difference_of_dates_in_whole_years():

@@ -78,7 +78,29 @@ def test_whose_value_is_compared(reader, question, role):
 def test_what_a_same_question_says_of_both(reader, question, of_both):
     """"Are X and Y both P?" is a "same" question whose step reads P from each option's facts."""
     plan = reader.plan(question, NAMES)
-    assert (plan.kind, plan.of_both) == ("same", of_both), plan.how
+    assert (plan.kind, plan.trait) == ("same", of_both), plan.how
+
+
+@pytest.mark.parametrize(("question", "trait"), [
+    ("Which singer is Austrian, Lorna Vidal or Otto Brenner?", "Austrian"),
+    ("Who was a film director, Lorna Vidal or Otto Brenner?", "a film director"),
+    ("Of Lorna Vidal and Otto Brenner, which one is a painter?", "a painter"),
+    ("Between Lorna Vidal and Otto Brenner, who is a novelist?", "a novelist"),
+])
+def test_which_of_two_a_question_says_something_of(reader, question, trait):
+    """"Which singer is American, X or Y?" names no order: a choice by what it says of one."""
+    plan = reader.plan(question, NAMES)
+    assert (plan.kind, plan.order, plan.trait, plan.options) == ("choice", "", trait, ("Lorna Vidal", "Otto Brenner")), \
+        plan.how
+
+
+@pytest.mark.parametrize("question", [
+    "Who is the spouse of Lorna Vidal's coach Otto Brenner?",  # not offered as alternatives
+    "What is the difference in age between Lorna Vidal and Otto Brenner?",
+    "Where were Harbor Lights and Dune Sea filmed?",
+])
+def test_two_names_without_a_trait_to_choose_by(reader, question):
+    assert not reader.plan(question, NAMES).trait
 
 
 def test_order_words_and_what_is_not_one():

@@ -30,7 +30,8 @@ that event (:func:`option_event`); and
 "the same country" compares values the embedder puts near "country" (:func:`values_of_kind`);
 "Are X and Y both film directors?" is answered from a fact of each that calls it so (yes), or
 a fact that calls one by the noun with other qualifying names (no), not from the values read
-(:func:`says_of`).
+(:func:`says_of`); "Which singer is American, X or Y?" (a choice with no order) is answered by
+the option a fact calls so when a fact calls the other otherwise ("an English musician").
 The ``Value:`` lines are the model's reading; the step itself is code (:mod:`.values`): each
 value must be held by a fact stated for its option (a date by a date a fact gives, a number by
 a number, a word by the same words), then the dates or numbers are compared, or the two values
@@ -226,10 +227,11 @@ class OptionsStep:
                 if plan.role:
                     return _fitting(plan, texts)
                 fit = typed(_fitting(plan, texts), option)
-                if plan.of_both:  # "both film directors": first the facts that call it so
-                    head = [w for w in _words(plan.of_both) if w not in STOP_WORDS][-1:]
-                    fit = [t for t in fit if says_of(t, plan.of_both)] or \
-                        [t for t in fit if head and _noun_phrase(t, head[0]) is not None] or fit
+                if plan.trait:  # "both film directors": first the facts that call it so
+                    head = [w for w in _words(plan.trait) if w not in STOP_WORDS][-1:]
+                    fit = [t for t in fit if says_of(t, plan.trait)] or \
+                        [t for t in fit if (_described_as(t) if _adjective(plan.trait) else
+                                            head and _noun_phrase(t, head[0]) is not None)] or fit
                 return (dated(fit) or fit) if event else fit
 
             fit = fitting(about)
@@ -414,10 +416,12 @@ def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Seque
         _hold(reading, facts, plan.kind, plan.order)
     if len(readings) < 2:
         return "", False, "stopped before both options were read", ()
-    if plan.kind == "same" and plan.of_both:
-        said = _said_of_both(plan.of_both, readings, facts)
+    if plan.kind == "same" and plan.trait:
+        said = _said_of_both(plan.trait, readings, facts)
         if said is not None:
             return said
+    if plan.kind == "choice" and plan.trait and not plan.order:
+        return _said_of_one(plan.trait, readings, facts)
     missing = [r for r in readings if r.held is None]
     if missing:
         r = missing[0]
@@ -459,47 +463,92 @@ def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Seque
     return "", False, f"no step for a {plan.kind} question", used
 
 
-def _said_of_both(of_both: str, readings: Sequence[OptionReading],
+def _fits(trait: str, reading: OptionReading, facts: Sequence[str]) -> tuple[bool | None, int, str]:
+    """Whether the facts stated for an option call it ``trait``: (True, the fact, "") when one
+    does (:func:`says_of`); (False, the fact, how it calls it) when one calls it by the trait's
+    noun with other qualifying names ("a Hungarian and Austrian film director" for "American
+    directors"; "a Walt Disney film" names a maker and says nothing); (None, -1, "") otherwise."""
+    words = [w for w in _words(trait) if w not in STOP_WORDS]
+    qualifiers = {w.lower() for w in re.findall(r"[^\W\d_]+", trait) if w[:1].isupper()}
+    holding = next((i for i in reading.facts if says_of(facts[i], trait)), None)
+    if holding is not None:
+        return True, holding, ""
+    for i in reading.facts:
+        phrase = _described_as(facts[i]) if _adjective(trait) else \
+            (_noun_phrase(facts[i], words[-1]) or []) if words else []
+        called = [w for w in phrase if w[:1].isupper()]
+        named = any(a[:1].isupper() and b[:1].isupper() for a, b in zip(phrase, phrase[1:]))
+        if qualifiers and called and not named and not qualifiers & {w.lower() for w in called}:
+            return False, i, " and ".join(called)
+    return None, -1, ""
+
+
+def _said_of_both(trait: str, readings: Sequence[OptionReading],
                   facts: Sequence[str]) -> tuple[str, bool, str, tuple[int, ...]] | None:
-    """"Are X and Y both <of_both>?" read from the facts stated for each option: yes when a fact
-    of each says it (its last word a noun the fact calls the option by, the words before it in
-    that noun phrase: "an English-American film director" for "American directors"); no when a
-    fact of one calls it by that noun with other qualifying names ("a Hungarian and Austrian film
-    director" for "American directors"); None when the facts show neither (the values are then
-    compared, :func:`compute_step`)."""
-    words = [w for w in _words(of_both) if w not in STOP_WORDS]
-    if not words:
-        return None
-    qualifiers = {w.lower() for w in re.findall(r"[^\W\d_]+", of_both) if w[:1].isupper()}
+    """"Are X and Y both <trait>?" read from the facts stated for each option (:func:`_fits`):
+    yes when a fact of each calls it so; no when a fact of one calls it otherwise; None when the
+    facts show neither (the values are then compared, :func:`compute_step`)."""
     used = tuple(sorted({j for x in readings for j in x.facts}))
     held: list[int] = []
     for r in readings:
-        holding = next((i for i in r.facts if says_of(facts[i], of_both)), None)
-        if holding is not None:
-            held.append(holding)
-            continue
-        for i in r.facts:
-            phrase = _noun_phrase(facts[i], words[-1]) or []
-            called = [w for w in phrase if w[:1].isupper()]
-            named = any(a[:1].isupper() and b[:1].isupper() for a, b in zip(phrase, phrase[1:]))
-            if qualifiers and called and not named and not qualifiers & {w.lower() for w in called}:
-                return "no", True, (f"fact {i + 1} calls {r.option} {' and '.join(called)}, not {of_both!r}: "
-                                    f"not both, so no"), used
-        return None
-    return "yes", True, ("both are said to be " + repr(of_both) + ": " +
+        fits, i, called = _fits(trait, r, facts)
+        if fits is None:
+            return None
+        if not fits:
+            return "no", True, f"fact {i + 1} calls {r.option} {called}, not {trait!r}: not both, so no", used
+        held.append(i)
+    return "yes", True, ("both are said to be " + repr(trait) + ": " +
                          ", ".join(f"{r.option} (fact {i + 1})" for r, i in zip(readings, held)) + ", so yes"), used
 
 
-def says_of(fact: str, of_both: str) -> bool:
-    """Whether ``fact`` calls its subject ``of_both`` ("film directors"): its last word as a noun
+def _said_of_one(trait: str, readings: Sequence[OptionReading],
+                 facts: Sequence[str]) -> tuple[str, bool, str, tuple[int, ...]]:
+    """"Which singer is American, X or Y?" read from the facts stated for each option
+    (:func:`_fits`): the option a fact calls so, when a fact calls the other otherwise; else
+    not shown (a fact that says nothing of the other proves nothing about which)."""
+    used = tuple(sorted({j for x in readings for j in x.facts}))
+    (a_fits, a_at, a_called), (b_fits, b_at, b_called) = (_fits(trait, r, facts) for r in readings[:2])
+    a, b = readings[0], readings[1]
+    if a_fits is True and b_fits is False or a_fits is False and b_fits is True:
+        pick, other, at, other_at, called = (a, b, a_at, b_at, b_called) if a_fits else (b, a, b_at, a_at, a_called)
+        return pick.option, True, (f"{pick.option} is said to be {trait!r} (fact {at + 1}); fact {other_at + 1} "
+                                   f"calls {other.option} {called}"), used
+    return "", False, f"the facts do not show which of {a.option!r} and {b.option!r} is {trait!r}", used
+
+
+def says_of(fact: str, trait: str) -> bool:
+    """Whether ``fact`` calls its subject ``trait`` ("film directors"): its last word as a noun
     of the fact (singular or plural), its other words in that noun phrase ("an English-American
     film director" says "American directors"; "directed an American film" does not)."""
-    words = [w for w in _words(of_both) if w not in STOP_WORDS]
+    if _adjective(trait):  # "American": the fact says its subject is an American something
+        return trait.lower() in {part.lower() for w in _described_as(fact) for part in w.split("-")}
+    words = [w for w in _words(trait) if w not in STOP_WORDS]
     phrase = _noun_phrase(fact, words[-1]) if words else None
     if phrase is None:
         return False
     inside = {_singular(part) for w in phrase for part in normalize_answer(w).split()}
     return all(_singular(w) in inside for w in words[:-1])
+
+
+def _adjective(trait: str) -> bool:
+    """A trait that is one capitalised word ("American"): it qualifies what the subject is."""
+    return bool(re.fullmatch(r"[^\W\d_]+", trait.strip())) and trait.strip()[:1].isupper()
+
+
+def _described_as(fact: str) -> list[str]:
+    """The words before the noun a fact says its subject is ("Mark King (born 1958) is an English
+    musician." -> ["English"]; "was a Hungarian and Austrian film director" -> ["Hungarian",
+    "and", "Austrian"]): after its first "is/was a(n)", up to the first lower-case word that is
+    not "and"."""
+    m = re.search(r"\b(?:is|was|are|were)\s+(?:an?|the)\s+", fact)
+    if m is None:
+        return []
+    out = []
+    for word in re.findall(r"[^\W\d_]+(?:[-’'][^\W\d_]+)*", fact[m.end():]):
+        if word[:1].islower() and word != "and":
+            break
+        out.append(word)
+    return out if out and out[-1] != "and" else out[:-1]
 
 
 def _singular(word: str) -> str:

@@ -95,7 +95,9 @@ class QuestionPlan:
     role: str = ""  # whose value is compared when not the options' own: "director" (of each film)
     age: bool = False  # the order word is one of age (older, younger): birth dates are compared
     length: bool = False  # the order word is one of length (longer, outlived): spans of lives compared
-    of_both: str = ""  # what a "same" question says of both: "film directors" in "Are X and Y both film directors?"
+    # What the question says of the options: "film directors" in "Are X and Y both film
+    # directors?" (a "same" question), "American" in "Which singer is American, X or Y?" (a choice).
+    trait: str = ""
 
     @property
     def steps(self) -> bool:
@@ -104,7 +106,7 @@ class QuestionPlan:
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "options": list(self.options), "order": self.order, "role": self.role,
-                "age": self.age, "length": self.length, **({"of_both": self.of_both} if self.of_both else {}),
+                "age": self.age, "length": self.length, **({"trait": self.trait} if self.trait else {}),
                 "how": dict(self.how)}
 
 
@@ -150,6 +152,8 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
     overlaps, in the question's order; fewer than two: the question's own capitalised names.
     Returns them and how they were found."""
     spans: list[tuple[int, int, str]] = []
+    # A title's qualifier is the knowledge's, not the question's: "Mark King (musician)".
+    names = [*names, *(re.sub(r"\s*\([^()]*\)\s*$", "", n) for n in names if n)]
     for name in sorted({n.strip() for n in names if n and len(n.strip()) > 2}, key=len, reverse=True):
         at = _mentions(question, name)
         if at < 0:
@@ -161,7 +165,8 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
     how = "names of the knowledge the question names"
     if len(spans) < 2:
         spans = []
-        for keyword in extract_keywords(question, limit=20):
+        # A comma ends a name ("Which singer is American, Mark King or Nick Hexum?").
+        for keyword in (k for part in re.split(r"[,;]\s+", question) for k in extract_keywords(part, limit=20)):
             # "Were Ada Varga and Ines Varro" is two names after a capitalised first word.
             for name in re.split(r"\s+(?:and|or|than|vs\.?|versus)\s+", keyword):
                 parts = name.split()
@@ -247,15 +252,22 @@ class PlanReader:
                 votes.pop("difference", None)
             kind = max(votes, key=votes.get) if votes else "lookup"
             how["kind"] = "nearest written examples: " + ", ".join(f"{k} {v:.2f}" for k, v in votes.items())
+            trait = said_of_one(question, options) if kind == "lookup" else ""
+            if trait:
+                # "Which singer is American, X or Y?": which of the two the question's words fit
+                # (read as a look-up, it would name one of the two with no step to show why).
+                kind = "choice"
+                how["kind"] = f"asks which of the two is {trait!r}"
             if kind == "lookup":
                 return QuestionPlan("lookup", (), "", how)
             order = ""
         role, said = self.compared(question, options)
         how["role"] = said
-        prop = said_of_both(question, options) if kind == "same" else ""
-        if prop:
-            how["of_both"] = f"what the question says of both: {prop!r}"
-        return QuestionPlan(kind, tuple(options), order, how, role, word in AGE_WORDS, word in LENGTH_WORDS, prop)
+        trait = said_of_both(question, options) if kind == "same" else said_of_one(question, options) \
+            if kind == "choice" and not order else ""
+        if trait:
+            how["trait"] = f"what the question says of the options: {trait!r}"
+        return QuestionPlan(kind, tuple(options), order, how, role, word in AGE_WORDS, word in LENGTH_WORDS, trait)
 
     def compared(self, question: str, options: Sequence[str]) -> tuple[str, str]:
         """Whose value the question compares: "" for the options themselves, else the noun it
@@ -288,6 +300,29 @@ def said_of_both(question: str, options: Sequence[str]) -> str:
     rest = question[max(ends):].strip(" \t,;:?!.")
     rest = re.sub(r"^(?:of them|each)\b\s*", "", rest, flags=re.IGNORECASE)
     return rest if _WORD.search(rest) else ""
+
+
+def said_of_one(question: str, options: Sequence[str]) -> str:
+    """What a question asking which of two options fits says of it ("Which singer is American, X
+    or Y?", "Who was a film director, X or Y?", "Of X and Y, which one is a board game?" ->
+    "American", "a film director", "a board game"): the words after the first auxiliary verb
+    that follows the wh-word, up to a comma or an option; "" when the options are not offered as
+    alternatives ("X or Y", "of X and Y", "between X and Y"), or the words are none, more than
+    five, or hold another wh-word."""
+    masked = masked_question(question, options)
+    if not re.search(r"\bX,? or X\b|\b(?:of|between) X,? and X\b", masked, flags=re.IGNORECASE):
+        return ""  # the two are not offered as alternatives ("the spouse of X's coach X")
+    tokens = list(_WORD.finditer(masked))
+    lower = [t.group(0).lower() for t in tokens]
+    wh = next((i for i, w in enumerate(lower) if w in _WH), None)
+    aux = next((i for i in range(wh + 1, len(lower)) if lower[i] in AUXILIARIES), None) if wh is not None else None
+    if aux is None:
+        return ""
+    rest = re.split(r"[,;:?]|\bX\b", masked[tokens[aux].end():])[0].strip()
+    words = question_words(rest)
+    if not words or len(words) > 5 or any(w in _WH or w in ORDER_WORDS for w in words):
+        return ""
+    return rest
 
 
 def masked_question(question: str, names: Sequence[str]) -> str:
