@@ -6,7 +6,7 @@ is generated, whether a question compares two things and which:
 | kind | what is asked | answer |
 |---|---|---|
 | ``lookup`` | a fact, or a chain of facts | the fact's value |
-| ``choice`` | which of the options is first / last / more / less by a value | an option |
+| ``choice`` | which of the options is first / last / more / less by a value, or is what it says ("American") | an option |
 | ``verify`` | whether the first option comes before / after / above the other | yes or no |
 | ``same`` | whether both options share a value (a country, a genre, an occupation) | yes or no |
 | ``difference`` | how far apart the options' values are (years, an amount) | a number |
@@ -23,6 +23,10 @@ How each part is read, and why so:
   pass over the question's own tokens; the examples' key/value cache is shared), unless the
   question says an order (below): then it is a ``choice`` when it asks which (a wh-word) and a
   ``verify`` when it asks whether (an auxiliary verb first). A step over options needs two.
+- **What it says of the options** (``trait``): "Are X and Y both film directors?" -> "film
+  directors" (:func:`said_of_both`); "Which singer is American, X or Y?", a question the
+  examples read as a look-up but that offers two alternatives, -> a choice by "American"
+  (:func:`said_of_one`). The step reads it from each option's facts (:mod:`.options`).
 - **The order asked** (earlier, later, more, less) is read from the comparative the question
   uses ("older", "first", "more recently", "longer", "fewer", ...; :data:`ORDER_WORDS`): a
   closed class of English words, not a pattern of any dataset. Sentence embeddings cannot tell
