@@ -162,6 +162,10 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
         at = _mentions(question, name)
         if at < 0:
             continue
+        before = re.search(r"([^\W\d_][\w'’.-]*)\s+$", question[:at])
+        if before and before.group(1)[:1].isupper() and before.group(1).lower() not in _WH | AUXILIARIES | {
+                "both", "between", "of"}:
+            continue  # the tail of a longer name the question writes ("Sunday Afternoon" in "One Sunday Afternoon")
         end = _qualified_end(question, at + len(name))
         if any(at < e and s < end for s, e, _ in spans):
             continue
@@ -169,8 +173,8 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
     how = "names of the knowledge the question names"
     if len(spans) < 2:
         spans = []
-        # A comma ends a name ("Which singer is American, Mark King or Nick Hexum?").
-        for keyword in (k for part in re.split(r"[,;]\s+", question) for k in extract_keywords(part, limit=20)):
+        # A comma ends a name: the keyword "American Mark King" is written "American, Mark King".
+        for keyword in (piece for k in extract_keywords(question, limit=20) for piece in _comma_parts(question, k)):
             # "Were Ada Varga and Ines Varro" is two names after a capitalised first word.
             for name in re.split(r"\s+(?:and|or|than|vs\.?|versus)\s+", keyword):
                 parts = name.split()
@@ -304,6 +308,14 @@ def said_of_both(question: str, options: Sequence[str]) -> str:
     rest = question[max(ends):].strip(" \t,;:?!.")
     rest = re.sub(r"^(?:of them|each)\b\s*", "", rest, flags=re.IGNORECASE)
     return rest if _WORD.search(rest) else ""
+
+
+def _comma_parts(question: str, keyword: str) -> list[str]:
+    """``keyword`` split where ``question`` writes a comma inside it ("American Mark King" in
+    "Which singer is American, Mark King or Nick Hexum?" -> "American", "Mark King")."""
+    words = keyword.split()
+    m = re.search(r"(?<![^\W_])" + r",?\s+".join(map(re.escape, words)) + r"(?![^\W_])", question) if words else None
+    return [p.strip() for p in m.group(0).split(",") if p.strip()] if m else [keyword]
 
 
 def said_of_one(question: str, options: Sequence[str]) -> str:
