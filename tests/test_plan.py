@@ -123,3 +123,11 @@ def test_options_are_the_knowledges_names_or_the_questions_own():
                         [])[0] == ["Grey Orchard (novel)", "Lamp Street (1961 Film)"]
     assert find_options("Is Dune Sea older than Harbor Lights (1954 film)?", ["Dune Sea", "Harbor Lights"])[0] == [
         "Dune Sea", "Harbor Lights (1954 film)"]
+    # the knowledge's titles match without their qualifier ("Mark King (musician)")
+    assert find_options("Which singer is Austrian, Ada Quint or Bo Rask?", ["Ada Quint (singer)", "Bo Rask"])[0] == [
+        "Ada Quint", "Bo Rask"]
+    # a knowledge name that is the tail of a longer name the question writes is not the option
+    assert find_options("Whose director was born first, One Harbor Night or Dune Sea?",
+                        ["Harbor Night", "Dune Sea (film)"])[0] == ["One Harbor Night", "Dune Sea"]
+    # a comma ends a name the question writes ("Austrian, Ada Quint" is two words of two things)
+    assert "Ada Quint" in find_options("Which singer is Austrian, Ada Quint or Bo Rask?", [])[0]
