@@ -523,7 +523,7 @@ def asked_clause(question: str) -> str:
     return rest if len(_Q_TOKEN.findall(rest)) >= 2 else question
 
 
-def _noun_form(word: str) -> str:
+def noun_form(word: str) -> str:
     word = word.lower().replace("’", "'")
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
@@ -534,17 +534,17 @@ def answers_a_description(question: str, answer: str, fact: str) -> str:
     University" for "a university located in what city?") or the fact names it by it
     ("... by singer-songwriter M. Ward" for "by a singer-songwriter from what state?"). Then
     why, in one line."""
-    nouns = {_noun_form(n) for n in described_nouns(question)}
+    nouns = {noun_form(n) for n in described_nouns(question)}
     if not nouns:
         return ""
-    own = {_noun_form(w) for w in _Q_TOKEN.findall(answer)}
+    own = {noun_form(w) for w in _Q_TOKEN.findall(answer)}
     hit = nouns & own
     if not hit:
         plain = fact.replace("<", " ").replace(">", " ")
         m = re.search(rf"(?<![^\W_]){re.escape(answer.strip())}(?![^\W_])", plain, flags=re.IGNORECASE)
         before = _Q_TOKEN.findall(plain[:m.start()]) if m else []
-        if before and _noun_form(before[-1]) in nouns:
-            hit = {_noun_form(before[-1])}
+        if before and noun_form(before[-1]) in nouns:
+            hit = {noun_form(before[-1])}
     if not hit:
         return ""
     noun = sorted(hit)[0]

@@ -62,6 +62,7 @@ from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
 from ..web.keywords import STOP_WORDS, extract_keywords, only_in_longer_names
+from .asked import noun_form
 from .chaining import bare_name, bridge_entities, is_about, role_holder
 from .grounding import holds_answer, says_form
 from .plan import QuestionPlan
@@ -227,11 +228,9 @@ class OptionsStep:
                 if plan.role:
                     return _fitting(plan, texts)
                 fit = typed(_fitting(plan, texts), option)
-                if plan.trait:  # "both film directors": first the facts that call it so
-                    head = [w for w in _words(plan.trait) if w not in STOP_WORDS][-1:]
+                if plan.trait:  # "both film directors": first the facts that call it so, or something
                     fit = [t for t in fit if says_of(t, plan.trait)] or \
-                        [t for t in fit if (_described_as(t) if _adjective(plan.trait) else
-                                            head and _noun_phrase(t, head[0]) is not None)] or fit
+                        [t for t in fit if _trait_phrase(t, plan.trait) is not None] or fit
                 return (dated(fit) or fit) if event else fit
 
             fit = fitting(about)
@@ -468,14 +467,12 @@ def _fits(trait: str, reading: OptionReading, facts: Sequence[str]) -> tuple[boo
     does (:func:`says_of`); (False, the fact, how it calls it) when one calls it by the trait's
     noun with other qualifying names ("a Hungarian and Austrian film director" for "American
     directors"; "a Walt Disney film" names a maker and says nothing); (None, -1, "") otherwise."""
-    words = [w for w in _words(trait) if w not in STOP_WORDS]
     qualifiers = {w.lower() for w in re.findall(r"[^\W\d_]+", trait) if w[:1].isupper()}
     holding = next((i for i in reading.facts if says_of(facts[i], trait)), None)
     if holding is not None:
         return True, holding, ""
     for i in reading.facts:
-        phrase = _described_as(facts[i]) if _adjective(trait) else \
-            (_noun_phrase(facts[i], words[-1]) or []) if words else []
+        phrase = _trait_phrase(facts[i], trait) or []
         called = [w for w in phrase if w[:1].isupper()]
         named = any(a[:1].isupper() and b[:1].isupper() for a, b in zip(phrase, phrase[1:]))
         if qualifiers and called and not named and not qualifiers & {w.lower() for w in called}:
@@ -520,14 +517,29 @@ def says_of(fact: str, trait: str) -> bool:
     """Whether ``fact`` calls its subject ``trait`` ("film directors"): its last word as a noun
     of the fact (singular or plural), its other words in that noun phrase ("an English-American
     film director" says "American directors"; "directed an American film" does not)."""
-    if _adjective(trait):  # "American": the fact says its subject is an American something
-        return trait.lower() in {part.lower() for w in _described_as(fact) for part in w.split("-")}
-    words = [w for w in _words(trait) if w not in STOP_WORDS]
-    phrase = _noun_phrase(fact, words[-1]) if words else None
+    phrase = _trait_phrase(fact, trait)
     if phrase is None:
         return False
-    inside = {_singular(part) for w in phrase for part in normalize_answer(w).split()}
-    return all(_singular(w) in inside for w in words[:-1])
+    if _adjective(trait):  # "American": the fact says its subject is an American something
+        return trait.lower() in {part.lower() for w in phrase for part in w.split("-")}
+    words = [w for w in _words(trait) if w not in STOP_WORDS]
+    inside = {noun_form(part) for w in phrase for part in normalize_answer(w).split()}
+    return all(noun_form(w) in inside for w in words[:-1])
+
+
+# A word of a fact, hyphenated or with an apostrophe as one ("English-American").
+_TRAIT_WORD = re.compile(r"[^\W\d_]+(?:[-’'][^\W\d_]+)*")
+
+
+def _trait_phrase(fact: str, trait: str) -> list[str] | None:
+    """The words ``fact`` says its subject is by, where ``trait`` would be said: for one
+    capitalised word ("American"), those before the noun it is said to be (:func:`_described_as`);
+    else those before the trait's last word as a noun of the fact (:func:`_noun_phrase`). None
+    when the fact says no such thing."""
+    if _adjective(trait):
+        return _described_as(fact) or None
+    words = [w for w in _words(trait) if w not in STOP_WORDS]
+    return _noun_phrase(fact, words[-1]) if words else None
 
 
 def _adjective(trait: str) -> bool:
@@ -544,25 +556,20 @@ def _described_as(fact: str) -> list[str]:
     if m is None:
         return []
     out = []
-    for word in re.findall(r"[^\W\d_]+(?:[-’'][^\W\d_]+)*", fact[m.end():]):
+    for word in _TRAIT_WORD.findall(fact[m.end():]):
         if word[:1].islower() and word != "and":
             break
         out.append(word)
     return out if out and out[-1] != "and" else out[:-1]
 
 
-def _singular(word: str) -> str:
-    word = word.lower()
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
 def _noun_phrase(fact: str, noun: str) -> list[str] | None:
     """The words ``fact`` puts before ``noun`` (singular or plural) in its noun phrase, back to
     an article or a verb of being ("was a Hungarian and Austrian film director" -> ["Hungarian",
     "and", "Austrian", "film"]); None when the fact has no such noun."""
-    tokens = re.findall(r"[^\W\d_]+(?:[-’'][^\W\d_]+)*", fact)
+    tokens = _TRAIT_WORD.findall(fact)
     for at, token in enumerate(tokens):
-        if _singular(token) != _singular(noun):
+        if noun_form(token) != noun_form(noun):
             continue
         j = at - 1
         while j >= 0 and tokens[j].lower() not in ("a", "an", "the", "is", "was", "are", "were", "as"):
