@@ -202,8 +202,12 @@ def test_a_title_joined_by_or_is_one_name_where_a_fact_writes_it_so():
     assert not ground(question, "Oskar Lind", [title, lookalike]).grounded
     own = "Harbour or Home is a 1931 comedy directed by Ada Quint."
     assert ground(question, "Ada Quint", [own]).grounded
-    # two names joined by "and" that no fact writes together stay two names
-    assert ground("Where were Lamp Street and Dune Sea filmed?", "Oslo", ["Lamp Street was filmed in Oslo."]).grounded
+    # two names joined by "and" that no fact writes together stay two names: each is reached
+    question = "Where were Lamp Street and Dune Sea filmed?"
+    both = ["Lamp Street was filmed in Oslo.", "Dune Sea was also filmed in Oslo."]
+    assert ground(question, "Oslo", both).grounded
+    verdict = ground(question, "Oslo", both[:1])
+    assert not verdict.grounded and "'Dune Sea'" in verdict.how
 
 
 @pytest.mark.parametrize("question", [
@@ -291,3 +295,21 @@ def test_a_name_particle_keeps_a_name_whole():
     facts = ["Yusuf bin Karim was the son-in-law of Karim bin Haddad.",
              "Karim bin Nasser (died 953) was the ruler of Velmora."]
     assert not ground(question, "Velmora", facts).grounded
+
+
+@pytest.mark.parametrize("question", [
+    "When were the Harbour Games last held in the country that makes Norvik Gin?",
+    "In the country where Norvik Gin is made, when did the Harbour Games last take place?",
+    "Norvik Gin comes from a country; when was the last time it hosted the Harbour Games?",
+])
+def test_an_answer_must_reach_every_name_the_question_asks_about(question):
+    """A fact about one name of the question is no proof when another name it asks about is never
+    reached: the Harbour Games in some other country say nothing of Norvik Gin's (MuSiQue: "1964"
+    for the Olympics in the country that released Han Vodka, from a fact about Tokyo's Games,
+    wrong and grounded when an answer was proven by a fact found for it). Names invented for
+    this test, three wordings."""
+    games = "The Harbour Games returned to Ostberg in 2020 for the first time since 1964."
+    verdict = ground(question, "1964", [games])
+    assert not verdict.grounded and "'Norvik Gin'" in verdict.how
+    chain = ["Norvik Gin is a dry gin made in Velmora.", "Velmora last hosted the Harbour Games in 1988."]
+    assert ground(question, "1988", chain).grounded
