@@ -33,6 +33,19 @@ from agent_latency import _p, _right, ask_agent, fixed_questions  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def cpu_features() -> dict[str, Any]:
+    """The CPU's model name and the vector extensions llama.cpp's kernels use (the figures
+    depend on them: the same 2 cores with AVX-512 decode faster than with AVX2 alone)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+    return {"model": model, "extensions": [f for f in wanted if f in flags]}
+
+
 def decode_speed(generator: Any, questions: list[dict[str, Any]], *, constrained: bool,
                  max_new_tokens: int) -> list[dict[str, float]]:
     """Each question's prompt decoded greedily by ``generator``: tokens, decode tokens/s, first token."""
@@ -92,8 +105,10 @@ def main() -> None:
     parser.add_argument("--per-kind", type=int, default=5, help="questions of each kind (agent_latency.py's four)")
     parser.add_argument("--agent-questions", type=int, default=20, help="how many of them the agent answers")
     parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--json", type=Path, default=RESULTS / "engines.json")
+    parser.add_argument("--json", type=Path, default=None, help="default: results/engines-<presets>.json")
     args = parser.parse_args()
+    if args.json is None:
+        args.json = RESULTS / f"engines-{'+'.join(args.preset or ['qwen2.5-coder-0.5b'])}.json"
 
     from agent.engines import ENGINES, installed
 
@@ -122,7 +137,8 @@ def main() -> None:
                 "agent_total_p50": round(r["agent"]["total_s_p50"] / max(ref["agent"]["total_s_p50"], 1e-9), 2)}
         r["constrained_vs_free"] = round(r["constrained"]["tokens_per_s_p50"]
                                          / max(r["free"]["tokens_per_s_p50"], 1e-9), 2)
-    result = {"cpus": os.cpu_count(), "machine": platform.machine(), "python": platform.python_version(),
+    result = {"cpus": os.cpu_count(), "machine": platform.machine(), "cpu": cpu_features(),
+              "python": platform.python_version(),
               "loadavg_1m_before": round(load_before, 2), "loadavg_1m_after": round(load_after, 2),
               "questions": len(questions), "max_new_tokens": args.max_new_tokens, "runs": runs}
     args.json.parent.mkdir(parents=True, exist_ok=True)
