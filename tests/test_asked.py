@@ -304,6 +304,32 @@ def test_the_name_and_role_a_question_asks_through():
                        "What county borders the county in which Velmora Falls is located?", "county") == []
 
 
+@pytest.mark.parametrize("question", [
+    "What is Ada Quint's record label?",
+    "Which is Ada Quint's football club?",
+    "What was Ada Quint's home town?",
+    "What is Ada Quint's country of citizenship?",
+    "Who was Ada Quint's doctoral advisor?",
+])
+def test_a_noun_phrase_after_a_possessive_is_asked_of_the_name_itself(question):
+    """"What is X's record label?" asks X's record label (the answer), not the label of X's
+    record: the words after the possessive's noun only continue its noun phrase (KAMEL follow-up
+    "And what is their record label?" was withheld: "the question asks about the record of
+    'Buono'; the fact is about 'Buono' itself"). A relative asked something further stays asked
+    through. Written for this test."""
+    assert asked_through(question) == ("", "")
+
+
+@pytest.mark.parametrize(("question", "through"), [
+    ("When was Ada Quint's father born?", ("Ada Quint", "father")),
+    ("What is Ada Quint's mother's birthplace?", ("Ada Quint", "mother")),
+    ("Who was Ada Quint's father married to?", ("Ada Quint", "father")),
+    ("What is Ada Quint's father known for?", ("Ada Quint", "father")),
+])
+def test_a_relative_asked_something_further_is_asked_through(question, through):
+    assert asked_through(question) == through
+
+
 def test_an_answer_that_is_the_thing_a_relative_clause_describes_is_withheld(matcher):
     """"What county borders the county in which Velmora Falls is located?": the county the fact
     about Velmora Falls gives is the one described on the way, not the one asked."""

@@ -20,6 +20,11 @@ BUCK = [{"role": "user", "content": "Where did Buck Owens die?"},
     # ellipsis: completed from the previous question
     ("and in which year?", "Where did Buck Owens die? In which year?"),
     ("What about Merle Haggard?", "Where did Merle Haggard die?"),
+    # "what about" a thing the pronoun ties to the previous subject: that thing, asked of it (the
+    # previous question's relation is not kept: "the fields of work of the languages X speak")
+    ("What about the languages they speak?", "What are the languages Buck Owens speak?"),
+    ("And what about the city he was born in?", "What is the city Buck Owens was born in?"),
+    ("what about the band she played with?", "What is the band Buck Owens played with?"),
     # a topic change names its own subject and is kept as it is
     ("Where was Marie Curie born?", "Where was Marie Curie born?"),
     ("What is the capital of Norway?", "What is the capital of Norway?"),

@@ -396,6 +396,11 @@ def asks_through(question: str, name: str) -> str:
     for i, word in enumerate(lower):
         if word == "x's" and i + 1 < len(lower):  # "X's father ..."
             noun, before, after = lower[i + 1], lower[i - 1] if i else "", lower[i + 2:]
+            if after and before in _COPULAS and lower[0] in ("what", "which", "who") \
+                    and not noun.endswith("'s") and _noun_phrase_to_end(after):
+                # "What is X's record label?": the words after the noun end the question and
+                # continue its noun phrase: the whole phrase is asked, of X itself.
+                return ""
             if after or before == "of":
                 return noun
         if word == "x" and i >= 3 and lower[i - 2] in ("who", "that", "which") and lower[i - 3] not in _PHRASE_ENDS \
@@ -419,6 +424,15 @@ def asks_through(question: str, name: str) -> str:
                     if noun not in ("name", "date", "place", "year", "part", "one"):
                         return noun
     return ""
+
+
+def _noun_phrase_to_end(words: Sequence[str]) -> bool:
+    """Whether ``words``, the end of a question, only continue a noun phrase ("label" after
+    "record", "of citizenship" after "country"): no preposition but an inner "of", no relative
+    or wh-word, copula, possessive, or word of a verb form ("born", "married", "died")."""
+    return words[-1] != "of" and all(
+        w == "of" or w not in _PHRASE_ENDS and w not in _COPULAS and not w.endswith(("'s", "ed", "en", "ing"))
+        for w in words)
 
 
 def _relative_head(lower: Sequence[str], i: int) -> str:

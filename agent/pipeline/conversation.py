@@ -246,6 +246,13 @@ def rewrite_by_rules(question: str, history: Sequence[Mapping[str, Any]]) -> Rew
         if thing:
             return Rewrite(question, f"What is {prev.subject}'s {thing}?",
                            f"'what about {what_about.group(1)}' asked of '{prev.subject}' (the previous subject)")
+    if what_about and prev.subject:
+        # "what about the languages they speak?" asks a new thing of the previous subject (the
+        # pronoun refers to it), not the previous question of a new subject.
+        phrase, replaced = _resolve(what_about.group(1), prev)
+        if replaced and phrase.split()[0].lower() in ("the", "a", "an"):
+            return Rewrite(question, f"What {'are' if _plural(phrase) else 'is'} {phrase}?",
+                           f"'what about {what_about.group(1)}' asked of '{prev.subject}' (the previous subject)")
     if what_about and prev.question:
         target = _resolve(what_about.group(1), prev)[0]
         base = _without_subject(prev.question, prev)
@@ -331,6 +338,12 @@ def _resolve(text: str, prev: PreviousTurn) -> tuple[str, list[str]]:
     out = _PRONOUN.sub(swap, text)
     out = re.sub(r"\bin in\b", "in", out)
     return out, replaced
+
+
+def _plural(phrase: str) -> bool:
+    """Whether a noun phrase opening with an article names several ("the languages ...")."""
+    words = phrase.split()
+    return len(words) > 1 and words[1].lower().endswith("s") and not words[1].lower().endswith("ss")
 
 
 def _ends_clause(text: str, end: int) -> bool:
