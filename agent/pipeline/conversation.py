@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FactweaveError
 from ..prompts import read_prompt
 from ..web.keywords import extract_keywords
+from .asked import noun_form
 from .grounding import DONT_KNOW
 
 if TYPE_CHECKING:
@@ -341,9 +342,10 @@ def _resolve(text: str, prev: PreviousTurn) -> tuple[str, list[str]]:
 
 
 def _plural(phrase: str) -> bool:
-    """Whether a noun phrase opening with an article names several ("the languages ...")."""
-    words = phrase.split()
-    return len(words) > 1 and words[1].lower().endswith("s") and not words[1].lower().endswith("ss")
+    """Whether a noun phrase opening with an article names several ("the languages ..."): its
+    next word has a singular form (:func:`~agent.pipeline.asked.noun_form`) other than itself."""
+    words = phrase.lower().split()
+    return len(words) > 1 and noun_form(words[1]) != words[1]
 
 
 def _ends_clause(text: str, end: int) -> bool:
