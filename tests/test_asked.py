@@ -310,6 +310,7 @@ def test_the_name_and_role_a_question_asks_through():
     "What was Ada Quint's home town?",
     "What is Ada Quint's country of citizenship?",
     "Who was Ada Quint's doctoral advisor?",
+    "What is Ada Quint's number of children?",
 ])
 def test_a_noun_phrase_after_a_possessive_is_asked_of_the_name_itself(question):
     """"What is X's record label?" asks X's record label (the answer), not the label of X's

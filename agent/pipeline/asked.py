@@ -429,10 +429,12 @@ def asks_through(question: str, name: str) -> str:
 def _noun_phrase_to_end(words: Sequence[str]) -> bool:
     """Whether ``words``, the end of a question, only continue a noun phrase ("label" after
     "record", "of citizenship" after "country"): no preposition but an inner "of", no relative
-    or wh-word, copula, possessive, or word of a verb form ("born", "married", "died")."""
+    or wh-word, copula, possessive, or word of a verb form ("married", "died") but right after
+    "of", which a noun follows ("number of children")."""
     return words[-1] != "of" and all(
-        w == "of" or w not in _PHRASE_ENDS and w not in _COPULAS and not w.endswith(("'s", "ed", "en", "ing"))
-        for w in words)
+        w == "of" or w not in _PHRASE_ENDS and w not in _COPULAS and not w.endswith("'s")
+        and (i and words[i - 1] == "of" or not w.endswith(("ed", "en", "ing")))
+        for i, w in enumerate(words))
 
 
 def _relative_head(lower: Sequence[str], i: int) -> str:
