@@ -69,10 +69,35 @@ def test_the_whole_kb_says_what_it_holds_about_a_bridge(smollm, demo_index):
     reads what the KB holds for a subject this way)."""
     from agent.knowledge.kamel import demo_kamel_root
     from agent.knowledge.loaders import load_facts
-    from agent.pipeline.chaining import subject_relations
+    from agent.index.about import subject_relations
 
     facts = list(load_facts(demo_kamel_root()))
     for subject in ("Canada", "Canada Lee", "Germany"):
         expected = {f.predicate for f in facts if f.subject == subject}
         assert expected and set(subject_relations(demo_index, smollm.tokenizer, subject)) == expected
     assert subject_relations(demo_index, smollm.tokenizer, "Qwxvbrt Plimsoll") == []
+
+
+def test_the_facts_a_tree_holds_about_a_name_are_read_from_it(smollm, tmp_path):
+    """What a grown tree gets in vLLM (agent.decoding.vllm_processor): a name's triples as subject
+    and the statements that open with it, in memory and on disk alike; not those of a longer name
+    sharing its first tokens (<Canada Lee>, "Buck Owensby"), not those that name it later."""
+    from agent.index import DiskFactIndex, FactIndex, build_disk_index
+    from agent.index.about import facts_about
+    from agent.knowledge.facts import Fact
+    from agent.knowledge.kamel import demo_kamel_root
+    from agent.knowledge.loaders import load_facts
+
+    statements = ["Buck Owens was born in Sherman, Texas.", "Buck Owens's first band was the Buckaroos.",
+                  "Buck Owensby is another man.", "The Buckaroos backed Buck Owens."]
+    facts = list(load_facts(demo_kamel_root())) + [Fact.from_statement(t) for t in statements]
+    build_disk_index(facts, smollm.tokenizer, tmp_path / "kb.fidx")
+    disk = DiskFactIndex.open(tmp_path / "kb.fidx", smollm.tokenizer)
+    for tree in (FactIndex.build(facts, smollm.tokenizer), disk):
+        for name in ("Canada", "Buck Owens", "Germany"):
+            got = {f.text for f in facts_about(tree, smollm.tokenizer, name)}
+            triples = {f.text for f in facts if f.subject == name}
+            assert triples and triples <= got
+            assert got - triples == ({statements[0], statements[1]} if name == "Buck Owens" else set())
+        assert facts_about(tree, smollm.tokenizer, "Qwxvbrt Plimsoll") == []
+        assert len(facts_about(tree, smollm.tokenizer, "Buck Owens", limit=2)) == 2

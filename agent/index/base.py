@@ -25,7 +25,7 @@ Example::
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -66,3 +66,14 @@ class FactTree(Protocol):
 
     def finish(self, cursor: Any) -> tuple[int, Any]:
         """The id of the fact ending at ``cursor``, and a root cursor with it used."""
+
+
+def walk(index: FactTree, tokens: Sequence[int]) -> Any:
+    """The cursor after ``tokens`` from ``index``'s root, or None where no fact continues with them."""
+    cursor = index.root()
+    try:
+        for token in tokens:
+            cursor = index.step(cursor, int(token))
+    except KeyError:
+        return None
+    return cursor

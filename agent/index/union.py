@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import IndexMismatchError
 from ..knowledge.facts import Fact
-from .base import FactTree
+from .base import FactTree, walk
 from .disk import DiskFactIndex
 from .tokens import fact_token_ids, tokenizer_fingerprint
 from .trie import FactIndex
@@ -247,10 +247,5 @@ class GrowingFactIndex:
 
 def _holds(index: FactTree, tokens: list[int]) -> bool:
     """Whether ``index`` has a fact of exactly these tokens (walked through its cursor API)."""
-    cursor = index.root()
-    try:
-        for tok in tokens:
-            cursor = index.step(cursor, tok)
-    except KeyError:
-        return False
-    return bool(index.can_end(cursor))
+    cursor = walk(index, tokens)
+    return cursor is not None and bool(index.can_end(cursor))

@@ -12,6 +12,9 @@ from dataclasses import dataclass, replace
 
 _BRACKETS = str.maketrans({"<": "‹", ">": "›"})
 _SPACE = re.compile(r"\s+")
+#: A fact text that is a triple (``<subject> <predicate> <object> .``; spaces and the dot loose, as
+#: a model may write them): its three labels as groups 1-3.
+TRIPLE_TEXT = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
 
 
 def clean_label(label: str) -> str:

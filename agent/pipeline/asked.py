@@ -60,15 +60,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..index.base import FactTree
+from ..knowledge.facts import TRIPLE_TEXT
 from ..knowledge.normalize import normalize_answer
-from ..web.keywords import STOP_WORDS, extract_keywords
+from ..web.keywords import STOP_WORDS, extract_keywords, noun_form
 from .grounding import holds_answer
 from .values import parse_date, parse_number
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
 
-_TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
 # How close to the closest relation a fact's relation may be (cosine), as measured above.
 RELATION_MARGIN = 0.04
 # How far from the closest of all a relation may be when it is the closest of those the
@@ -123,7 +123,7 @@ class AskedCheck:
 
 
 def parse_triple(text: str) -> tuple[str, str, str] | None:
-    m = _TRIPLE.match(text)
+    m = TRIPLE_TEXT.match(text)
     return tuple(part.strip() for part in m.groups()) if m else None  # type: ignore[return-value]
 
 
@@ -537,11 +537,6 @@ def asked_clause(question: str) -> str:
     described = _described(question)
     rest = question[described[-1][1]:].strip() if described else ""
     return rest if len(_Q_TOKEN.findall(rest)) >= 2 else question
-
-
-def noun_form(word: str) -> str:
-    word = word.lower().replace("’", "'")
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def answers_a_description(question: str, answer: str, fact: str) -> str:

@@ -25,10 +25,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..embeddings import closest
+from ..index.about import subject_relations
 from ..index.base import FactTree
 from ..knowledge.normalize import normalize_answer
 from .asked import AskedCheck, AskedChecker, ask_past, asked_through, parse_triple
-from .chaining import ChainingTree, subject_relations
+from .chaining import ChainingTree
 from .grounding import Grounding, clean_answer, ground, knows
 from .replies import Reply, ReplyPart, ReplyWriter
 
@@ -192,7 +193,7 @@ class GenerationAttempts:
 
     def _relations_held(self, subject: str, chain: ChainingTree | None) -> list[str]:
         """The relations the knowledge holds for ``subject``: read from the whole KB's tree
-        (:func:`~.chaining.subject_relations`) and from the per-question tree's triples."""
+        (:func:`~agent.index.about.subject_relations`) and from the per-question tree's triples."""
         held: dict[str, None] = {}
         if self.generator.index is not None:
             held.update(dict.fromkeys(subject_relations(self.generator.index, self.generator.tokenizer, subject)))

@@ -31,13 +31,10 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..index.base import FactTree
-from ..index.tokens import fact_token_ids
 from ..index.trie import FactIndex
 from ..index.union import GrowingFactIndex
-from ..knowledge.facts import Fact
-from ..knowledge.normalize import normalize_answer
-from ..web.keywords import extract_keywords
+from ..knowledge.facts import TRIPLE_TEXT, Fact
+from ..web.keywords import bridge_entities
 from .grounding import connected_prefix, holds_answer
 
 if TYPE_CHECKING:
@@ -45,34 +42,6 @@ if TYPE_CHECKING:
     from ..decoding.spans import CompletedFact
     from ..web.retrieval import FactHit
     from ..web.web import KnowledgeWeb
-
-_TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
-
-
-def bridge_entities(fact: str, question: str, limit: int = 2) -> list[str]:
-    """The entities ``fact`` adds to ``question``: for a triple its subject and object not named
-    in the question (object first: the chain goes on from what the fact found); for a statement
-    its names (capitalized keywords, a comma ending one) not in the question.
-
-    >>> bridge_entities("<Edith Frank-Holländer> <country of citizenship> <Germany> .",
-    ...                 "What is the official language of the country Edith Frank-Holländer is a citizen of?")
-    ['Germany']
-    """
-    asked = f" {normalize_answer(question)} "
-    m = _TRIPLE.match(fact)
-    if m:
-        candidates = [m.group(3).strip(), m.group(1).strip()]
-    else:
-        # A comma ends a name: "Ford County, Kansas, United States" is three places (one
-        # keyword run across the commas would be searched as one).
-        candidates = [k for part in re.split(r"[,;]\s+", fact) for k in extract_keywords(part, limit=20)
-                      if any(c.isupper() for c in k)]
-    out: list[str] = []
-    for entity in candidates:
-        norm = normalize_answer(entity)
-        if norm and f" {norm} " not in asked and norm not in {normalize_answer(e) for e in out}:
-            out.append(entity)
-    return out[:limit]
 
 
 def hop_query(question: str, fact: str, entity: str) -> str:
@@ -86,7 +55,7 @@ def hop_query(question: str, fact: str, entity: str) -> str:
     ...           "<Banff National Park Pavilion> <country> <Canada> .", "Canada")
     'What is the official language of the country Canada is located in?'
     """
-    m = _TRIPLE.match(fact)
+    m = TRIPLE_TEXT.match(fact)
     named = [m.group(1).strip(), m.group(3).strip()] if m else []
     for name in sorted(named, key=len, reverse=True):
         if name and name != entity:
@@ -94,38 +63,6 @@ def hop_query(question: str, fact: str, entity: str) -> str:
             if pattern.search(question):
                 return pattern.sub(lambda _: entity, question, count=1)
     return f"{entity}: {question}"
-
-
-def subject_relations(index: FactTree, tokenizer: Any, subject: str, *, max_nodes: int = 400) -> list[str]:
-    """The relations of the triples ``<subject> <relation> <...>`` in a fact tree (any backend:
-    only the cursor API is used), read from the tree itself: the subject's tokens are followed,
-    then the branches below them until each relation's closing ``>`` (at most ``max_nodes``
-    tree steps). [] when no triple has that subject. Lets the whole-KB tree, whose facts are not
-    listed, say what it holds about a bridge ("Canada": "official language", "capital", ...).
-    """
-    ids = fact_token_ids(tokenizer, [f"<{subject}"])[0]
-    cursor = index.root()
-    try:
-        for token in ids:
-            cursor = index.step(cursor, token)
-    except KeyError:
-        return []
-    found: dict[str, None] = {}
-    stack: list[tuple[Any, list[int]]] = [(cursor, [])]
-    steps = 0
-    while stack and steps < max_nodes:
-        at, path = stack.pop()
-        text = tokenizer.decode(path)
-        if path and not text.startswith(">"):
-            continue  # a longer subject: "<Canada Dry>" is not "<Canada>"
-        _, sep, rest = text.partition("<")
-        if sep and ">" in rest:
-            found.setdefault(rest.split(">", 1)[0].strip(), None)
-            continue
-        for token in index.next_tokens(at)[::-1]:
-            steps += 1
-            stack.append((index.step(at, int(token)), [*path, int(token)]))
-    return [r for r in found if r]
 
 
 def _role_word(fact: str, role: str) -> re.Match[str] | None:

@@ -56,8 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import FactweaveError
 from ..prompts import read_prompt
-from ..web.keywords import extract_keywords
-from .asked import noun_form
+from ..web.keywords import extract_keywords, noun_form
 from .grounding import DONT_KNOW
 
 if TYPE_CHECKING:
@@ -343,7 +342,7 @@ def _resolve(text: str, prev: PreviousTurn) -> tuple[str, list[str]]:
 
 def _plural(phrase: str) -> bool:
     """Whether a noun phrase opening with an article names several ("the languages ..."): its
-    next word has a singular form (:func:`~agent.pipeline.asked.noun_form`) other than itself."""
+    next word has a singular form (:func:`~agent.web.keywords.noun_form`) other than itself."""
     words = phrase.lower().split()
     return len(words) > 1 and noun_form(words[1]) != words[1]
 

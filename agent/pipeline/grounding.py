@@ -58,11 +58,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..knowledge.facts import TRIPLE_TEXT
 from ..knowledge.normalize import normalize_answer
 from ..web.keywords import STOP_WORDS, extract_keywords
 from .plan import AUXILIARIES
 
-_TRIPLE = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
 _POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])", re.IGNORECASE)
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
@@ -378,7 +378,7 @@ def _joined_names(question: str, q_names: list[frozenset[str]],
 
 
 def _parse(text: str) -> _Stated:
-    m = _TRIPLE.match(text)
+    m = TRIPLE_TEXT.match(text)
     if m:
         s, p, o = (part.strip() for part in m.groups())
         return _Stated(text, (s, p, o), frozenset(e for e in (normalize_answer(s), normalize_answer(o)) if e))

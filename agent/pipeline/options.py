@@ -61,9 +61,8 @@ from ..knowledge.normalize import normalize_answer
 from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
-from ..web.keywords import STOP_WORDS, extract_keywords, only_in_longer_names
-from .asked import noun_form
-from .chaining import bare_name, bridge_entities, is_about, role_holder
+from ..web.keywords import STOP_WORDS, bridge_entities, extract_keywords, noun_form, only_in_longer_names
+from .chaining import bare_name, is_about, role_holder
 from .grounding import holds_answer, says_form
 from .plan import QuestionPlan
 from .values import Dated, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between

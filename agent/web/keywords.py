@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ..knowledge.facts import TRIPLE_TEXT
+from ..knowledge.normalize import normalize_answer
 from .documents import stable_id
 
 STOP_WORDS = frozenset(
@@ -135,3 +137,36 @@ def only_in_longer_names(text: str, name: str) -> bool:
             continue  # "Science News for Students"
         return False
     return found
+
+
+def bridge_entities(fact: str, question: str, limit: int = 2) -> list[str]:
+    """The entities ``fact`` adds to ``question``: for a triple its subject and object not named
+    in the question (object first: the chain goes on from what the fact found); for a statement
+    its names (capitalized keywords, a comma ending one) not in the question.
+
+    >>> bridge_entities("<Edith Frank-Holländer> <country of citizenship> <Germany> .",
+    ...                 "What is the official language of the country Edith Frank-Holländer is a citizen of?")
+    ['Germany']
+    """
+    asked = f" {normalize_answer(question)} "
+    m = TRIPLE_TEXT.match(fact)
+    if m:
+        candidates = [m.group(3).strip(), m.group(1).strip()]
+    else:
+        # A comma ends a name: "Ford County, Kansas, United States" is three places (one
+        # keyword run across the commas would be searched as one).
+        candidates = [k for part in re.split(r"[,;]\s+", fact) for k in extract_keywords(part, limit=20)
+                      if any(c.isupper() for c in k)]
+    out: list[str] = []
+    for entity in candidates:
+        norm = normalize_answer(entity)
+        if norm and f" {norm} " not in asked and norm not in {normalize_answer(e) for e in out}:
+            out.append(entity)
+    return out[:limit]
+
+
+def noun_form(word: str) -> str:
+    """The lowercase singular of a word by its plural "s" ("languages" -> "language"; "class",
+    "bus" and "gas" stay as they are)."""
+    word = word.lower().replace("’", "'")
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
