@@ -90,6 +90,51 @@ def test_a_request_with_its_own_facts_writes_from_them_alone(served):
     assert all(ln.removeprefix("Fact:").strip() in own for ln in mine.split("\n") if ln.startswith("Fact:"))
     assert server.split("\n", 1)[0].strip() in {f.text for f in FACTS}, server
 
+def test_a_request_tree_grows_along_the_facts_it_states(served):
+    """A per-question tree that grows mid-generation: the request's own tree holds the first hop
+    only (Tom Rell's father); once it states that fact, the server tree's facts about the entity
+    it names (Buck Owens) join the tree, and the next ``Fact:`` line of the same generation states
+    one of them. Without hops the same request has nothing left to state after the first."""
+    from vllm import SamplingParams
+
+    llm, tokenizer = served
+    shot = ("Question: Where was the wife of Ann Lee born?\nFact: <Ann Lee> <spouse> <Bob Kay> .\n"
+            "Fact: <Bob Kay> <place of birth> <Leeds> .\nAnswer: Leeds\n\n")
+    question = "What instrument did the father of Tom Rell play?"
+    own = ["<Tom Rell> <father> <Buck Owens> ."]
+    prompt = f"{shot}Question: {question}\nFact:"
+
+    def params(**extra):
+        return SamplingParams(max_tokens=48, temperature=0, extra_args={"refactx": True, "refactx_facts": own, **extra})
+
+    grown, named, fixed = (out.outputs[0].text for out in llm.generate(
+        [prompt] * 3, [params(refactx_hops=1, refactx_question=question), params(refactx_hops=1), params()]))
+    about_owens = {f.text for f in FACTS if f.subject == "Buck Owens"}
+    for text in (grown, named):  # the question given, or read from the prompt
+        lines = [ln.removeprefix("Fact:").strip() for ln in ("Fact:" + text).split("\n") if ln.startswith("Fact:")]
+        assert lines[0] == own[0], text
+        assert lines[1] in about_owens, text  # the fact the grown tree let it state
+        assert all(ln in about_owens for ln in lines[1:] if ln.endswith(" .")), text
+        assert len(set(lines)) == len(lines), text  # each fact once
+    stored = set(own) | {f.text for f in FACTS}
+    after = [ln.removeprefix("Fact:").strip() for ln in fixed.split("\n")[1:] if ln.startswith("Fact:")]
+    assert fixed.split("\n", 1)[0].strip() == own[0] and not any(ln in stored for ln in after), fixed
+
+
+def test_a_request_with_bad_rule_arguments_is_refused(served):
+    from vllm import SamplingParams
+
+    try:  # vLLM 0.32 wraps the processor's ValueError
+        from vllm.exceptions import VLLMValidationError as refused
+    except ImportError:
+        refused = ValueError
+    llm, _ = served
+    for extra in ({"refactx_hops": -1, "refactx_facts": ["<a> <b> <c> ."]}, {"refactx_hops": 9,
+                  "refactx_facts": ["<a> <b> <c> ."]}, {"refactx_hops": 1}, {"refactx_facts": "<a> <b> <c> ."}):
+        with pytest.raises((ValueError, refused), match="refactx"):
+            llm.generate(["Fact:"], SamplingParams(max_tokens=4, extra_args={"refactx": True, **extra}))
+
+
 # -- factweave serve --engine vllm: vLLM's own server, the rule on by default, this project's checks ---------------
 
 KEY = "vllm-test-key"

