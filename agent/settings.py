@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from .errors import FactweaveError, first_validation_error
@@ -44,6 +44,11 @@ _config_file: ContextVar[Path | None] = ContextVar("factweave_config_file", defa
 def _env(*names: str) -> AliasChoices:
     """Accept the field by name (arguments, file) and by each of ``names`` (environment)."""
     return AliasChoices(*names)
+
+
+#: Why ``engine = "vllm"`` is refused for the agent (the settings, ``--engine`` of its commands).
+VLLM_IS_FOR_SERVE = ("vllm serves a model under ReFactX's rule (`factweave serve --engine vllm`, in vLLM's own "
+                     "environment: README, Install); the agent runs on transformers or llama.cpp")
 
 
 class Settings(BaseSettings):
@@ -63,6 +68,13 @@ class Settings(BaseSettings):
                                     "GGUF file; the [llama] extra) or auto (llama.cpp for a preset on the CPU where "
                                     "installed).")
     beams: int = Field(1, ge=1, le=16, description="Beam search width (FACTWEAVE_BEAMS).")
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _not_vllm(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "vllm":
+            raise ValueError(VLLM_IS_FOR_SERVE)
+        return value
     max_tokens: int = Field(160, ge=1, le=8192, description="Most tokens generated per attempt (FACTWEAVE_MAX_TOKENS).")
     cache: Path | None = Field(None, description="Converted models and indexes (FACTWEAVE_CACHE); default ~/.cache/factweave.")
 

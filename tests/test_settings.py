@@ -64,6 +64,21 @@ def test_bad_values_and_unknown_keys_are_one_line_errors(tmp_path, monkeypatch):
         load_settings()
 
 
+def test_vllm_as_the_agents_engine_says_where_vllm_runs(tmp_path, monkeypatch):
+    """vLLM serves the model under the rule (`serve --engine vllm`); the agent's engine setting
+    and its commands' --engine name that, not a bare list of choices."""
+    config = tmp_path / "vllm.toml"
+    config.write_text('engine = "vllm"\n')
+    with pytest.raises(FactweaveError, match=r"^setting engine: .*factweave serve --engine vllm.* the agent runs on "
+                                             r"transformers or llama.cpp \(file .*vllm.toml\)$"):
+        load_settings(config)
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "ask", "Where was Laurie Graff born?", "--engine",
+                           "vllm"], capture_output=True, text=True, cwd=REPO, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 2 and "factweave serve --engine vllm" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_own_kb_without_a_web_answers_from_the_kb(tmp_path):
     assert load_settings().effective_tree() == "both"
     assert load_settings(kb=tmp_path).effective_tree() == "kb"

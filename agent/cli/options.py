@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ..settings import VLLM_IS_FOR_SERVE
+
 MODEL_HELP = "Model: a preset (see `factweave models`), a local Hugging Face folder, or a Hub id."
 
 config_option = click.option(
@@ -24,7 +26,18 @@ rerank_option = click.option("--rerank/--no-rerank", default=None,
 ENGINE_HELP = ("What computes the model's logits: transformers, llama.cpp (a preset's GGUF file; pip install "
                "'factweave[llama]') or auto (the default: llama.cpp for a preset on the CPU where installed, else "
                "transformers).")
-engine_option = click.option("--engine", type=click.Choice(["auto", "transformers", "llama.cpp"]), default=None,
+
+
+class _AgentEngine(click.Choice):
+    """The agent's engines; ``vllm`` is refused with where it does run (``serve --engine vllm``)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "vllm":
+            self.fail(VLLM_IS_FOR_SERVE, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+engine_option = click.option("--engine", type=_AgentEngine(["auto", "transformers", "llama.cpp"]), default=None,
                              help=ENGINE_HELP)
 # `factweave serve` also runs on vLLM (agent.serve.vllm_server): its server, the rule inside it.
 serve_engine_option = click.option(
