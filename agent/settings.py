@@ -68,13 +68,6 @@ class Settings(BaseSettings):
                                     "GGUF file; the [llama] extra) or auto (llama.cpp for a preset on the CPU where "
                                     "installed).")
     beams: int = Field(1, ge=1, le=16, description="Beam search width (FACTWEAVE_BEAMS).")
-
-    @field_validator("engine", mode="before")
-    @classmethod
-    def _not_vllm(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip().lower() == "vllm":
-            raise ValueError(VLLM_IS_FOR_SERVE)
-        return value
     max_tokens: int = Field(160, ge=1, le=8192, description="Most tokens generated per attempt (FACTWEAVE_MAX_TOKENS).")
     cache: Path | None = Field(None, description="Converted models and indexes (FACTWEAVE_CACHE); default ~/.cache/factweave.")
 
@@ -133,6 +126,13 @@ class Settings(BaseSettings):
     checks: bool = Field(True, description="Prove that the fact holding an answer says what the question asks "
                                            "(a triple's relation, a statement judged by the local model) before "
                                            "the answer stands (FACTWEAVE_CHECKS).")
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _not_vllm(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "vllm":
+            raise ValueError(VLLM_IS_FOR_SERVE)
+        return value
 
     def agent_options(self, **changes: Any) -> AgentOptions:
         """The agent's options these settings fix (:class:`~agent.pipeline.agent_options.AgentOptions`):

@@ -40,10 +40,7 @@ RESULTS = REPO / "benchmarks" / "results"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+from agent_latency import _p  # noqa: E402  (this folder is on the path when the script runs)
 
 
 def _facts_ok(text: str, stored: set[str], opened: bool) -> bool | None:
@@ -77,8 +74,9 @@ def rule_cost(index: Path, tokenizer: Any, vocab_size: int, replies: list[list[i
             mask_row(logits, 0, tracker, state)
             state = tracker.advance(state, token, pos)
             times.append(time.perf_counter() - t)
-    return {"steps": len(times), "median_ms": round(1000 * statistics.median(times), 4),
-            "p95_ms": round(1000 * _p(times, 0.95), 4), "mean_ms": round(1000 * statistics.fmean(times), 4)}
+    ms = [1000 * t for t in times]
+    return {"steps": len(ms), "median_ms": round(statistics.median(ms), 4), "p95_ms": _p(ms, 0.95),
+            "mean_ms": round(statistics.fmean(ms), 4)}
 
 
 def main() -> None:
@@ -159,7 +157,7 @@ def main() -> None:
             tps, rps = [x["tokens_per_s"] for x in rs], [x["requests_per_s"] for x in rs]
             stated = sum(x["stated"] for x in rs)
             row[mode] = {"tokens_per_s_median": round(statistics.median(tps), 2), "tokens_per_s_p95_low":
-                         round(_p(tps, 0.05), 2), "requests_per_s_median": round(statistics.median(rps), 3),
+                         _p(tps, 0.05), "requests_per_s_median": round(statistics.median(rps), 3),
                          "replies": n * len(rs), "replies_stating_facts": stated,
                          "replies_all_facts_stored": sum(x["all_stored"] for x in rs)}
         row["constrained_over_free_tokens_per_s"] = round(row["constrained"]["tokens_per_s_median"]

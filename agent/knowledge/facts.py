@@ -12,9 +12,15 @@ from dataclasses import dataclass, replace
 
 _BRACKETS = str.maketrans({"<": "‹", ">": "›"})
 _SPACE = re.compile(r"\s+")
-#: A fact text that is a triple (``<subject> <predicate> <object> .``; spaces and the dot loose, as
-#: a model may write them): its three labels as groups 1-3.
-TRIPLE_TEXT = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
+# A fact text that is a triple (spaces and the dot loose, as a model may write them).
+_TRIPLE_TEXT = re.compile(r"^\s*<([^<>]*)>\s*<([^<>]*)>\s*<([^<>]*)>\s*\.?\s*$")
+
+
+def parse_triple(text: str) -> tuple[str, str, str] | None:
+    """The subject, predicate and object of a fact text written ``<s> <p> <o> .`` (spaces and the
+    dot loose, as a model may write them), each stripped; None for a statement."""
+    m = _TRIPLE_TEXT.match(text)
+    return tuple(part.strip() for part in m.groups()) if m else None  # type: ignore[return-value]
 
 
 def clean_label(label: str) -> str:

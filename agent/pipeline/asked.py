@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..index.base import FactTree
-from ..knowledge.facts import TRIPLE_TEXT
+from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
 from ..web.keywords import STOP_WORDS, extract_keywords, noun_form
 from .grounding import holds_answer
@@ -120,11 +120,6 @@ class AskedCheck:
     def as_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "fact": self.fact, "says": self.says, "asks": self.asks, "by": self.by,
                 "score": round(self.score, 4), "how": self.how}
-
-
-def parse_triple(text: str) -> tuple[str, str, str] | None:
-    m = TRIPLE_TEXT.match(text)
-    return tuple(part.strip() for part in m.groups()) if m else None  # type: ignore[return-value]
 
 
 class RelationLabels:

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 from ..embeddings import closest
 from ..index.about import subject_relations
 from ..index.base import FactTree
+from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
-from .asked import AskedCheck, AskedChecker, ask_past, asked_through, parse_triple
+from .asked import AskedCheck, AskedChecker, ask_past, asked_through
 from .chaining import ChainingTree
 from .grounding import Grounding, clean_answer, ground, knows
 from .replies import Reply, ReplyPart, ReplyWriter

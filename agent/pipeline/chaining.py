@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..index.trie import FactIndex
 from ..index.union import GrowingFactIndex
-from ..knowledge.facts import TRIPLE_TEXT, Fact
+from ..knowledge.facts import Fact, parse_triple
 from ..web.keywords import bridge_entities
 from .grounding import connected_prefix, holds_answer
 
@@ -55,8 +55,8 @@ def hop_query(question: str, fact: str, entity: str) -> str:
     ...           "<Banff National Park Pavilion> <country> <Canada> .", "Canada")
     'What is the official language of the country Canada is located in?'
     """
-    m = TRIPLE_TEXT.match(fact)
-    named = [m.group(1).strip(), m.group(3).strip()] if m else []
+    triple = parse_triple(fact)
+    named = [triple[0], triple[2]] if triple else []
     for name in sorted(named, key=len, reverse=True):
         if name and name != entity:
             pattern = re.compile(re.escape(name), re.IGNORECASE)

@@ -58,7 +58,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..knowledge.facts import TRIPLE_TEXT
+from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
 from ..web.keywords import STOP_WORDS, extract_keywords
 from .plan import AUXILIARIES
@@ -378,9 +378,9 @@ def _joined_names(question: str, q_names: list[frozenset[str]],
 
 
 def _parse(text: str) -> _Stated:
-    m = TRIPLE_TEXT.match(text)
-    if m:
-        s, p, o = (part.strip() for part in m.groups())
+    triple = parse_triple(text)
+    if triple:
+        s, p, o = triple
         return _Stated(text, (s, p, o), frozenset(e for e in (normalize_answer(s), normalize_answer(o)) if e))
     names = [k for k in extract_keywords(text, limit=40) if any(c.isupper() or c.isdigit() for c in k)]
     return _Stated(text, None, frozenset(e for e in (normalize_answer(n) for n in names) if e))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..knowledge.facts import TRIPLE_TEXT
+from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
 from .documents import stable_id
 
@@ -149,9 +149,9 @@ def bridge_entities(fact: str, question: str, limit: int = 2) -> list[str]:
     ['Germany']
     """
     asked = f" {normalize_answer(question)} "
-    m = TRIPLE_TEXT.match(fact)
-    if m:
-        candidates = [m.group(3).strip(), m.group(1).strip()]
+    triple = parse_triple(fact)
+    if triple:
+        candidates = [triple[2], triple[0]]
     else:
         # A comma ends a name: "Ford County, Kansas, United States" is three places (one
         # keyword run across the commas would be searched as one).
