@@ -34,6 +34,7 @@ from agent.engines import ENGINES, default_engine
 from agent.errors import ModelError
 from agent.extras import require
 from agent.files import replacing, write_text
+from agent.supervisor import note_engine
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,8 @@ PRESETS: dict[str, ModelPreset] = {
 class LoadedModel:
     """A model in eval mode with a tokenizer ready for left-padded batched generation.
     ``steps``: the engine that computes next-token logits for single-sequence decoding
-    (:mod:`agent.engines`; None: the transformers ``model`` itself), named by ``engine``."""
+    (:mod:`agent.engines`; None: the transformers ``model`` itself), named by ``engine``;
+    ``engine_note``: why it is not the engine asked for (that one failed its check), else ""."""
 
     model: Any
     tokenizer: Any
@@ -119,6 +121,7 @@ class LoadedModel:
     load_seconds: float
     steps: Any = None
     engine: str = "transformers"
+    engine_note: str = ""
 
 
 def cache_keyword(model: Any) -> str:
@@ -593,16 +596,27 @@ def load_model(
         if name_or_path not in PRESETS:
             raise ModelError(f"the llama.cpp engine reads a preset's GGUF file ({', '.join(PRESETS)}); "
                              f"{name_or_path!r} is not one: use --engine transformers")
-    source, local_only = _resolve_source(name_or_path, cache_dir)
+    source, local_only = _resolve_source(name_or_path, cache_dir)  # (a first conversion drops an assembled GGUF)
+    gguf, note = None, ""
+    if engine == "llama.cpp":
+        from agent.engines.probe import llama_refused
+
+        gguf = preset_gguf(PRESETS[name_or_path], cache_dir)
+        why = llama_refused(gguf, cache_dir or default_cache_dir())
+        if why is not None:  # the app must not go down with the engine: transformers answers instead
+            note = f"the llama.cpp engine failed its check here: {why}; answering on transformers"
+            log.warning("%s", note)
+            engine, gguf = "transformers", None
     model, tokenizer = _load_hf(
         source, local_only=local_only, device=device, dtype=dtype, device_map=device_map
     )
+    note_engine(engine)  # a supervised server's crash report names it (agent.supervisor)
     steps = None
-    if engine == "llama.cpp":
+    if gguf is not None:
         # lazy: the engine module pulls torch and numpy (the CLI imports this module at start)
         from agent.engines.llama_cpp import LlamaCppSteps, check_same_tokens
 
-        steps = LlamaCppSteps.open(preset_gguf(PRESETS[name_or_path], cache_dir))
+        steps = LlamaCppSteps.open(gguf)
         check_same_tokens(steps, tokenizer, _TOKEN_SAMPLES)
     return LoadedModel(
         model=model,
@@ -611,6 +625,7 @@ def load_model(
         load_seconds=time.perf_counter() - start,
         steps=steps,
         engine=engine,
+        engine_note=note,
     )
 
 
