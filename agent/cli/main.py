@@ -1,6 +1,7 @@
 """The ``factweave`` command line. Each command mirrors a Python function; errors print one line."""
 from __future__ import annotations
 
+import faulthandler
 import json
 import sys
 import time
@@ -10,6 +11,7 @@ import click
 
 from agent.cli.ui import ui_command
 
+from .. import supervisor
 from ..errors import FactweaveError
 from ..knowledge.kamel import demo_kamel_root
 from ..knowledge.loaders import load_facts
@@ -473,6 +475,8 @@ cli.add_command(ui_command)
 
 def main() -> None:
     """Entry point: run the CLI; expected failures print ``Error: ...`` on one line, exit 1."""
+    supervisor.from_command_line = True  # `ui` and `serve` keep themselves up (agent.supervisor)
+    faulthandler.enable()  # a native crash (an engine's) says where it happened instead of dying silently
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -9,6 +9,7 @@ import click
 from ..extras import require
 from ..llm.client import LocalChat
 from ..settings import load_settings
+from ..supervisor import supervise
 from .options import agent_options, serve_engine_option
 
 
@@ -68,6 +69,7 @@ def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     # Refuse an exposed bind and bind first: both fail in one line before the model loads.
     refuse_if_exposed(settings.host, api_key, insecure)
+    supervise("serve")  # from here on in a child process, restarted should it crash (agent/supervisor.py)
     sock = bind_socket(settings.host, settings.port)
     try:
         loaded = load_settings_model(settings)

@@ -10,6 +10,7 @@ import click
 from ..errors import FactweaveError
 from ..extras import require
 from ..settings import load_settings
+from ..supervisor import supervise
 from .options import agent_options
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -96,6 +97,7 @@ def ui_command(config, model, engine, web_dir, tree, rerank, host, port, allowed
                              "--auth-file (or FACTWEAVE_UI_AUTH)")
     settings = load_settings(config, model=model, engine=engine, web=web_dir, tree=tree, rerank=rerank)
     limit = max_upload_mb * 1024 * 1024
+    supervise("ui")  # from here on in a child process, restarted should it crash (agent/supervisor.py)
     print(f"Opening {settings.model} and the knowledge web (first use: model conversion and the demo web, a few "
           "minutes)...", file=sys.stderr)
     with UIRuntime(settings, max_upload_bytes=limit) as runtime:
