@@ -381,6 +381,72 @@ def test_serve_on_vllm_says_what_it_needs_in_one_line(tmp_path):
         assert out.exit_code == 2 and said in out.output, out.output
 
 
+def _vllm_checks_client(monkeypatch, api_key: str | None):
+    """A tiny app with vLLM's kinds of paths (HTTP and a websocket) behind the checks factweave adds
+    to vLLM's app, in the environment ``factweave serve --engine vllm`` gives vLLM."""
+    from pathlib import Path
+
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route, WebSocketRoute
+    from starlette.testclient import TestClient
+
+    from agent.serve.vllm_server import CHECKS_ENV, VllmRequestChecks, VllmServe
+
+    async def answer(request):
+        return PlainTextResponse("answered")
+
+    async def realtime(websocket):
+        await websocket.accept()
+        await websocket.send_text("answered")
+        await websocket.close()
+
+    paths = ["/invocations", "/pause", "/tokenize", "/pooling", "/metrics", "/v1/completions", "/health"]
+    app = Starlette(routes=[*(Route(p, answer, methods=["GET", "POST"]) for p in paths),
+                            WebSocketRoute("/v1/realtime", realtime)])
+    env = VllmServe("m", Path("kb.fidx")).environment(api_key)
+    monkeypatch.setenv(CHECKS_ENV, env[CHECKS_ENV])
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    if "VLLM_API_KEY" in env:
+        monkeypatch.setenv("VLLM_API_KEY", env["VLLM_API_KEY"])
+    return TestClient(VllmRequestChecks(app), base_url="http://127.0.0.1:8000"), paths
+
+
+def test_the_vllm_server_asks_for_the_key_on_every_path_but_health(monkeypatch):
+    """The review's finding: vLLM checks its bearer key on its /v1 paths alone, so /invocations (the
+    same inference), /pause, /tokenize, /pooling answered without it. factweave's checks in vLLM's
+    app ask for it on every path, websockets too, but /health."""
+    from starlette.websockets import WebSocketDisconnect
+
+    client, paths = _vllm_checks_client(monkeypatch, KEY)
+    for path in paths[:-1]:
+        for sent in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": KEY}):
+            r = client.post(path, json={"prompt": "Fact:"}, headers=sent)
+            assert r.status_code == 401, (path, sent, r.status_code, r.text)
+            error = r.json()["error"]
+            assert error["code"] == "invalid_api_key" and "\n" not in error["message"]
+            assert r.headers["www-authenticate"] == "Bearer"
+        assert client.get(path).status_code == 401
+        r = client.post(path, json={"prompt": "Fact:"}, headers={"Authorization": f"Bearer {KEY}"})
+        assert r.status_code == 200 and r.text == "answered", (path, r.status_code)
+    assert client.get("/health").text == "answered"  # liveness probes need no key
+    assert client.options("/invocations").status_code != 401  # nor a CORS preflight: browsers send none
+    realtime = "ws://127.0.0.1:8000/v1/realtime"
+    with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect(realtime):
+        pass
+    assert closed.value.code == 1008 and "API key" in closed.value.reason
+    with client.websocket_connect(realtime, headers={"Authorization": f"Bearer {KEY}"}) as ws:
+        assert ws.receive_text() == "answered"
+    # Without a key (loopback) every path answers; the browser checks still hold.
+    client, paths = _vllm_checks_client(monkeypatch, None)
+    assert all(client.post(p, json={}).text == "answered" for p in paths)
+    assert client.post("/invocations", json={}, headers={"Host": "evil.example:8000"}).status_code == 403
+    with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect(
+            "ws://127.0.0.1:8000/v1/realtime", headers={"Origin": "http://evil.example"}):
+        pass
+    assert closed.value.code == 1008 and "origin" in closed.value.reason
+
+
 # --- a conversation through the server -----------------------------------------------------------
 
 

@@ -19,8 +19,10 @@ replaces itself with vLLM's API server (``vllm serve``, same process, same envir
   413; a post without ``Content-Length`` 411), as the ASGI middleware :class:`VllmRequestChecks`
   vLLM adds to its app (``--middleware``; it reads its policy from ``FACTWEAVE_VLLM_CHECKS``);
 - **the bearer key**: ``FACTWEAVE_API_KEY`` handed to vLLM in its environment (``VLLM_API_KEY``,
-  never on the command line, where other users could read it): 401 without it; a bind beyond
-  loopback without a key is refused unless ``--insecure``.
+  never on the command line, where other users could read it) and asked for by the middleware on
+  every path but ``/health``, websockets included (vLLM's own check covers ``/v1`` alone:
+  ``/invocations``, ``/tokenize``, ``/pause`` ... would answer anyone): 401 without it; a bind
+  beyond loopback without a key is refused unless ``--insecure``.
 
 ``--engine-arg`` passes anything else to vLLM as is (``--engine-arg=--tensor-parallel-size=2``).
 Replies are vLLM's: no ``factweave`` field; a client finds the fact spans by replaying
@@ -44,7 +46,8 @@ from pathlib import Path
 
 from agent.errors import FactweaveError
 
-from .origins import OriginGuard, OriginPolicy, refuse_if_exposed, request_headers
+from .origins import OriginGuard, OriginPolicy, key_refused, refuse_if_exposed, request_headers
+from .wire import ApiError
 
 #: The environment variable that carries the request checks' policy to the middleware vLLM builds.
 CHECKS_ENV = "FACTWEAVE_VLLM_CHECKS"
@@ -117,24 +120,50 @@ def exec_vllm_serve(serve: VllmServe, api_key: str | None, insecure: bool = Fals
 
 class VllmRequestChecks(OriginGuard):
     """The other engines' request checks, for vLLM's app (built by vLLM with the app alone: the
-    policy comes from ``FACTWEAVE_VLLM_CHECKS``): Host, Origin and ``application/json`` posts
-    (:class:`OriginGuard`), then the body limit on ``Content-Length`` (411 without one, 413 over it)."""
+    policy comes from ``FACTWEAVE_VLLM_CHECKS``, the key from ``VLLM_API_KEY``): Host, Origin and
+    ``application/json`` posts (:class:`OriginGuard`), the bearer key, then the body limit on
+    ``Content-Length`` (411 without one, 413 over it).
+
+    The key is asked for on every path, websockets included (vLLM's own check covers its ``/v1``,
+    ``/v2`` and ``/inference`` paths alone: ``/invocations``, the same inference, ``/tokenize``,
+    ``/pooling``, ``/pause`` ... answer anyone, as vLLM's docs say), but ``/health`` (liveness
+    probes) and CORS preflights (``OPTIONS``: browsers send them without credentials; they run
+    nothing, and vLLM's own check skips them too). A refused websocket is closed before it opens
+    (policy violation, 1008; the server answers the handshake 403)."""
+
+    #: The one path answered without the key: whether the server is up.
+    OPEN_PATHS = frozenset({"/health"})
 
     def __init__(self, app) -> None:
         policy = json.loads(os.environ.get(CHECKS_ENV) or "{}")
         super().__init__(app, OriginPolicy.of(policy.get("allowed_hosts", ()), policy.get("cors_origins", ())))
         self.max_request_bytes = int(policy.get("max_request_bytes") or 65536)
+        self.api_key = os.environ.get("VLLM_API_KEY") or None  # what vLLM reads; set by VllmServe.environment
 
-    def refused(self, scope) -> tuple[int, str, str] | None:
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "websocket":
+            await super().__call__(scope, receive, send)
+            return
+        refused = self.refused(scope)
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        reason = refused.message.encode()[:123].decode(errors="ignore")  # a close frame's reason: 123 bytes at most
+        await send({"type": "websocket.close", "code": 1008, "reason": reason})
+
+    def refused(self, scope) -> ApiError | None:
         refused = super().refused(scope)
+        path = scope.get("path", "").removeprefix(scope.get("root_path", ""))  # behind --root-path, as vLLM reads it
+        if refused is None and path not in self.OPEN_PATHS and scope.get("method") != "OPTIONS":
+            refused = key_refused(request_headers(scope).get("authorization"), self.api_key)
         if refused is not None or scope.get("method") != "POST":
             return refused
         length = request_headers(scope).get("content-length", "")
         if not length.isdigit():
-            return 411, "a request body must come with its Content-Length", "length_required"
+            return ApiError(411, "a request body must come with its Content-Length", code="length_required")
         if int(length) > self.max_request_bytes:
-            return (413, f"the request body is {length} bytes, over this server's limit of {self.max_request_bytes}",
-                    "request_too_large")
+            return ApiError(413, f"the request body is {length} bytes, over this server's limit of "
+                                 f"{self.max_request_bytes}", code="request_too_large")
         return None
 
 
