@@ -381,6 +381,49 @@ def test_serve_on_vllm_says_what_it_needs_in_one_line(tmp_path):
         assert out.exit_code == 2 and said in out.output, out.output
 
 
+def test_serve_on_vllm_refuses_engine_args_that_set_what_it_sets(tmp_path):
+    """The review's finding: --engine-arg=--host=0.0.0.0 passed the loopback check (it checks
+    factweave's --host) and, coming after it on vLLM's command line, won: a bind beyond loopback
+    without a key. An engine arg that sets what factweave sets is refused in one line naming
+    factweave's option, in each spelling vLLM's parser reads as it; factweave's own come last."""
+    import argparse
+
+    from agent.errors import FactweaveError
+    from agent.serve.vllm_server import VllmServe, check_vllm_serve
+
+    index = tmp_path / "kb.fidx"
+    out = _cli("serve", "--engine", "vllm", "--model", "smollm2-135m", "--index", str(index),
+               "--engine-arg=--host=0.0.0.0", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.strip() == (
+        "Error: --engine-arg=--host=0.0.0.0: factweave sets vLLM's --host itself; give factweave's --host (beyond "
+        "loopback it needs FACTWEAVE_API_KEY)"), out.stderr
+    for args, named in [(["--host", "0.0.0.0"], "--host"), (["--ho=0.0.0.0"], "vLLM reads --ho as --host"),
+                        (["--port=80"], "factweave's --port"), (["--uds=/tmp/s"], "factweave's --host and --port"),
+                        (["--api_key=k"], "FACTWEAVE_API_KEY"), (["--api-k", "k"], "FACTWEAVE_API_KEY"),
+                        (["--middleware=x.Y"], "--allow-host"), (["--logits-processors=x:Y"], "--index"),
+                        (["--additional-config={}"], "--index"),
+                        (["--additional_config.factweave_index", "other.fidx"], "--index"),
+                        (["--allowed-origins=[\"*\"]"], "--cors-origin"), (["--served-model-name=x"], "--model"),
+                        (["--model=x"], "--model"), (["--max_num_seqs=256"], "--max-concurrency"),
+                        (["--config=vllm.yaml"], "config file"), (["--"], "ends vLLM's options"),
+                        (["--compilation-config.level"], "in the same argument")]:
+        with pytest.raises(FactweaveError, match="^--engine-arg") as refused:
+            check_vllm_serve(VllmServe("m", index, engine_args=("--dtype=float32", *args)), None, False)
+        assert named in str(refused.value) and "\n" not in str(refused.value), (args, str(refused.value))
+    # Other engine args pass on, before factweave's own options: were one to slip past, argparse
+    # (vLLM's parser) keeps the last value, factweave's.
+    passed = ("--tensor-parallel-size=2", "--max-model-len=1024", "--compilation-config.level=3")
+    if importlib.util.find_spec("vllm") is None:
+        with pytest.raises(FactweaveError, match="needs vLLM"):
+            check_vllm_serve(VllmServe("m", index, engine_args=passed), None, False)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host")
+    parser.add_argument("--port", type=int)
+    command = VllmServe("m", index, engine_args=("--host=0.0.0.0", "--port=80")).command()
+    seen, _ = parser.parse_known_args(command[3:])
+    assert (seen.host, seen.port) == ("127.0.0.1", 8000)
+
+
 def _vllm_checks_client(monkeypatch, api_key: str | None):
     """A tiny app with vLLM's kinds of paths (HTTP and a websocket) behind the checks factweave adds
     to vLLM's app, in the environment ``factweave serve --engine vllm`` gives vLLM."""

