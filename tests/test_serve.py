@@ -424,6 +424,21 @@ def test_serve_on_vllm_refuses_engine_args_that_set_what_it_sets(tmp_path):
     assert (seen.host, seen.port) == ("127.0.0.1", 8000)
 
 
+def test_an_empty_key_is_no_key_beyond_loopback(tmp_path):
+    """FACTWEAVE_API_KEY set to an empty text passed the loopback check (a key "was set") while
+    vLLM got none: a bind beyond loopback that anyone could use. Empty is no key: refused."""
+    from agent.errors import FactweaveError
+    from agent.serve.origins import refuse_if_exposed
+    from agent.serve.vllm_server import VllmServe, check_vllm_serve
+
+    serve = VllmServe("m", tmp_path / "kb.fidx", host="0.0.0.0")
+    assert "VLLM_API_KEY" not in serve.environment("")
+    with pytest.raises(FactweaveError, match="^serving on 0.0.0.0 without an API key"):
+        check_vllm_serve(serve, "", False)
+    with pytest.raises(FactweaveError, match="^serving on 0.0.0.0 without an API key"):
+        refuse_if_exposed("0.0.0.0", "", False)  # the other engines' server: the same rule
+
+
 def _vllm_checks_client(monkeypatch, api_key: str | None):
     """A tiny app with vLLM's kinds of paths (HTTP and a websocket) behind the checks factweave adds
     to vLLM's app, in the environment ``factweave serve --engine vllm`` gives vLLM."""

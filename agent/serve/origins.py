@@ -112,8 +112,8 @@ class OriginPolicy:
 
 def refuse_if_exposed(host: str, api_key: str | None, insecure: bool = False) -> None:
     """A bind beyond loopback without a bearer key is refused (one line) unless ``insecure``:
-    anyone who reaches the port could use the model."""
-    if host in (LOOPBACK, "localhost", "::1") or api_key is not None:
+    anyone who reaches the port could use the model. An empty key is no key."""
+    if host in (LOOPBACK, "localhost", "::1") or api_key:
         return
     if not insecure:
         raise FactweaveError(f"serving on {host} without an API key lets anyone who reaches the port use the model: "
