@@ -130,7 +130,8 @@ def test_a_request_with_bad_rule_arguments_is_refused(served):
         refused = ValueError
     llm, _ = served
     for extra in ({"refactx_hops": -1, "refactx_facts": ["<a> <b> <c> ."]}, {"refactx_hops": 9,
-                  "refactx_facts": ["<a> <b> <c> ."]}, {"refactx_hops": 1}, {"refactx_facts": "<a> <b> <c> ."}):
+                  "refactx_facts": ["<a> <b> <c> ."]}, {"refactx_hops": 1}, {"refactx_facts": "<a> <b> <c> ."},
+                  {"refactx_facts": ["<a> <b> <c> ."] * 513}, {"refactx_facts": ["x" * 1000] * 33}):
         with pytest.raises((ValueError, refused), match="refactx"):
             llm.generate(["Fact:"], SamplingParams(max_tokens=4, extra_args={"refactx": True, **extra}))
 
