@@ -381,6 +381,130 @@ def test_serve_on_vllm_says_what_it_needs_in_one_line(tmp_path):
         assert out.exit_code == 2 and said in out.output, out.output
 
 
+def test_serve_on_vllm_refuses_engine_args_that_set_what_it_sets(tmp_path):
+    """The review's finding: --engine-arg=--host=0.0.0.0 passed the loopback check (it checks
+    factweave's --host) and, coming after it on vLLM's command line, won: a bind beyond loopback
+    without a key. An engine arg that sets what factweave sets is refused in one line naming
+    factweave's option, in each spelling vLLM's parser reads as it; factweave's own come last."""
+    import argparse
+
+    from agent.errors import FactweaveError
+    from agent.serve.vllm_server import VllmServe, check_vllm_serve
+
+    index = tmp_path / "kb.fidx"
+    out = _cli("serve", "--engine", "vllm", "--model", "smollm2-135m", "--index", str(index),
+               "--engine-arg=--host=0.0.0.0", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.strip() == (
+        "Error: --engine-arg=--host=0.0.0.0: factweave sets vLLM's --host itself; give factweave's --host (beyond "
+        "loopback it needs FACTWEAVE_API_KEY)"), out.stderr
+    for args, named in [(["--host", "0.0.0.0"], "--host"), (["--ho=0.0.0.0"], "vLLM reads --ho as --host"),
+                        (["--port=80"], "factweave's --port"), (["--uds=/tmp/s"], "factweave's --host and --port"),
+                        (["--api_key=k"], "FACTWEAVE_API_KEY"), (["--api-k", "k"], "FACTWEAVE_API_KEY"),
+                        (["--middleware=x.Y"], "--allow-host"), (["--logits-processors=x:Y"], "--index"),
+                        (["--additional-config={}"], "--index"),
+                        (["--additional_config.factweave_index", "other.fidx"], "--index"),
+                        (["--allowed-origins=[\"*\"]"], "--cors-origin"), (["--served-model-name=x"], "--model"),
+                        (["--model=x"], "--model"), (["--max_num_seqs=256"], "--max-concurrency"),
+                        (["--config=vllm.yaml"], "config file"), (["--"], "ends vLLM's options"),
+                        (["--compilation-config.level"], "in the same argument")]:
+        with pytest.raises(FactweaveError, match="^--engine-arg") as refused:
+            check_vllm_serve(VllmServe("m", index, engine_args=("--dtype=float32", *args)), None, False)
+        assert named in str(refused.value) and "\n" not in str(refused.value), (args, str(refused.value))
+    # Other engine args pass on, before factweave's own options: were one to slip past, argparse
+    # (vLLM's parser) keeps the last value, factweave's.
+    passed = ("--tensor-parallel-size=2", "--max-model-len=1024", "--compilation-config.level=3")
+    if importlib.util.find_spec("vllm") is None:
+        with pytest.raises(FactweaveError, match="needs vLLM"):
+            check_vllm_serve(VllmServe("m", index, engine_args=passed), None, False)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host")
+    parser.add_argument("--port", type=int)
+    command = VllmServe("m", index, engine_args=("--host=0.0.0.0", "--port=80")).command()
+    seen, _ = parser.parse_known_args(command[3:])
+    assert (seen.host, seen.port) == ("127.0.0.1", 8000)
+
+
+def test_an_empty_key_is_no_key_beyond_loopback(tmp_path):
+    """FACTWEAVE_API_KEY set to an empty text passed the loopback check (a key "was set") while
+    vLLM got none: a bind beyond loopback that anyone could use. Empty is no key: refused."""
+    from agent.errors import FactweaveError
+    from agent.serve.origins import refuse_if_exposed
+    from agent.serve.vllm_server import VllmServe, check_vllm_serve
+
+    serve = VllmServe("m", tmp_path / "kb.fidx", host="0.0.0.0")
+    assert "VLLM_API_KEY" not in serve.environment("")
+    with pytest.raises(FactweaveError, match="^serving on 0.0.0.0 without an API key"):
+        check_vllm_serve(serve, "", False)
+    with pytest.raises(FactweaveError, match="^serving on 0.0.0.0 without an API key"):
+        refuse_if_exposed("0.0.0.0", "", False)  # the other engines' server: the same rule
+
+
+def _vllm_checks_client(monkeypatch, api_key: str | None):
+    """A tiny app with vLLM's kinds of paths (HTTP and a websocket) behind the checks factweave adds
+    to vLLM's app, in the environment ``factweave serve --engine vllm`` gives vLLM."""
+    from pathlib import Path
+
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route, WebSocketRoute
+    from starlette.testclient import TestClient
+
+    from agent.serve.vllm_server import CHECKS_ENV, VllmRequestChecks, VllmServe
+
+    async def answer(request):
+        return PlainTextResponse("answered")
+
+    async def realtime(websocket):
+        await websocket.accept()
+        await websocket.send_text("answered")
+        await websocket.close()
+
+    paths = ["/invocations", "/pause", "/tokenize", "/pooling", "/metrics", "/v1/completions", "/health"]
+    app = Starlette(routes=[*(Route(p, answer, methods=["GET", "POST"]) for p in paths),
+                            WebSocketRoute("/v1/realtime", realtime)])
+    env = VllmServe("m", Path("kb.fidx")).environment(api_key)
+    monkeypatch.setenv(CHECKS_ENV, env[CHECKS_ENV])
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    if "VLLM_API_KEY" in env:
+        monkeypatch.setenv("VLLM_API_KEY", env["VLLM_API_KEY"])
+    return TestClient(VllmRequestChecks(app), base_url="http://127.0.0.1:8000"), paths
+
+
+def test_the_vllm_server_asks_for_the_key_on_every_path_but_health(monkeypatch):
+    """The review's finding: vLLM checks its bearer key on its /v1 paths alone, so /invocations (the
+    same inference), /pause, /tokenize, /pooling answered without it. factweave's checks in vLLM's
+    app ask for it on every path, websockets too, but /health."""
+    from starlette.websockets import WebSocketDisconnect
+
+    client, paths = _vllm_checks_client(monkeypatch, KEY)
+    for path in paths[:-1]:
+        for sent in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": KEY}):
+            r = client.post(path, json={"prompt": "Fact:"}, headers=sent)
+            assert r.status_code == 401, (path, sent, r.status_code, r.text)
+            error = r.json()["error"]
+            assert error["code"] == "invalid_api_key" and "\n" not in error["message"]
+            assert r.headers["www-authenticate"] == "Bearer"
+        assert client.get(path).status_code == 401
+        r = client.post(path, json={"prompt": "Fact:"}, headers={"Authorization": f"Bearer {KEY}"})
+        assert r.status_code == 200 and r.text == "answered", (path, r.status_code)
+    assert client.get("/health").text == "answered"  # liveness probes need no key
+    assert client.options("/invocations").status_code != 401  # nor a CORS preflight: browsers send none
+    realtime = "ws://127.0.0.1:8000/v1/realtime"
+    with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect(realtime):
+        pass
+    assert closed.value.code == 1008 and "API key" in closed.value.reason
+    with client.websocket_connect(realtime, headers={"Authorization": f"Bearer {KEY}"}) as ws:
+        assert ws.receive_text() == "answered"
+    # Without a key (loopback) every path answers; the browser checks still hold.
+    client, paths = _vllm_checks_client(monkeypatch, None)
+    assert all(client.post(p, json={}).text == "answered" for p in paths)
+    assert client.post("/invocations", json={}, headers={"Host": "evil.example:8000"}).status_code == 403
+    with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect(
+            "ws://127.0.0.1:8000/v1/realtime", headers={"Origin": "http://evil.example"}):
+        pass
+    assert closed.value.code == 1008 and "origin" in closed.value.reason
+
+
 # --- a conversation through the server -----------------------------------------------------------
 
 

@@ -130,7 +130,8 @@ def test_a_request_with_bad_rule_arguments_is_refused(served):
         refused = ValueError
     llm, _ = served
     for extra in ({"refactx_hops": -1, "refactx_facts": ["<a> <b> <c> ."]}, {"refactx_hops": 9,
-                  "refactx_facts": ["<a> <b> <c> ."]}, {"refactx_hops": 1}, {"refactx_facts": "<a> <b> <c> ."}):
+                  "refactx_facts": ["<a> <b> <c> ."]}, {"refactx_hops": 1}, {"refactx_facts": "<a> <b> <c> ."},
+                  {"refactx_facts": ["<a> <b> <c> ."] * 513}, {"refactx_facts": ["x" * 1000] * 33}):
         with pytest.raises((ValueError, refused), match="refactx"):
             llm.generate(["Fact:"], SamplingParams(max_tokens=4, extra_args={"refactx": True, **extra}))
 
@@ -261,13 +262,31 @@ def test_the_vllm_server_refuses_what_the_other_server_refuses(vllm_server, head
     assert reply.status == status, reply.read()[:300]
 
 
+def test_the_vllm_server_asks_for_the_key_beyond_v1(vllm_server):
+    """vLLM's own key check covers /v1 alone; /invocations runs the same inference, /tokenize and
+    /metrics read the server: each is 401 without the key, /health answers anyone."""
+    import urllib.error
+    import urllib.request
+
+    url, smollm, _ = vllm_server
+    root = url.removesuffix("/v1")
+    body = b'{"model": "%s", "prompt": "Fact:", "max_tokens": 4}' % str(smollm.model.name_or_path).encode()
+    for path, data in (("/invocations", body), ("/tokenize", body), ("/metrics", None)):
+        request = urllib.request.Request(root + path, data=data, headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=60)
+        assert refused.value.code == 401, path
+    with urllib.request.urlopen(root + "/health", timeout=10) as reply:
+        assert reply.status == 200
+
 
 def _metric(url: str, name: str) -> float:
     """One of vLLM's Prometheus metrics (summed over its labels)."""
     import re
     import urllib.request
 
-    with urllib.request.urlopen(url.removesuffix("/v1") + "/metrics", timeout=10) as reply:
+    request = urllib.request.Request(url.removesuffix("/v1") + "/metrics", headers={"Authorization": f"Bearer {KEY}"})
+    with urllib.request.urlopen(request, timeout=10) as reply:
         text = reply.read().decode()
     values = [float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? (\S+)$", text,
                                                      re.MULTILINE)]

@@ -34,7 +34,7 @@ from .options import agent_options, serve_engine_option
               help="--engine vllm: the fact tree (factweave index build --backend disk --model MODEL --out PATH).")
 @click.option("--engine-arg", "engine_arg", multiple=True,
               help="--engine vllm: one more argument for vLLM's server, as is (e.g. --engine-arg=--tensor-parallel-size=2; "
-                   "repeatable).")
+                   "repeatable); one setting what factweave sets (--host, --port, --api-key, the model, ...) is refused.")
 def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_concurrency, max_queue,
                   max_request_bytes, allowed_hosts, cors_origins, insecure, index, engine_arg) -> None:
     """Serve the agent (model `factweave`) and the plain local model (model id: its name) at

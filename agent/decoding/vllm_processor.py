@@ -19,7 +19,9 @@ it was built for another tokenizer. Spans: a client replays the same tracker ove
 tokens (:meth:`FactTracker.replay`), which is where the other engines find them too.
 
 Trees: the server's (the disk index), or a request's own facts (``extra_args={"refactx_facts":
-[...]}``, a per-question tree built when the request arrives). A request's own tree grows while
+[...]}``, a per-question tree, built on its first use and shared by every later request with the
+same facts; their caps, checked when the request arrives, and the cache:
+:mod:`agent.decoding.rule_args`). A request's own tree grows while
 it generates when it asks for hops (``"refactx_hops": N``): each fact it completes names entities
 the question does not (:func:`~agent.web.keywords.bridge_entities`: a triple's object and
 subject, a statement's names; the question is ``"refactx_question"``, else the prompt), and the
@@ -52,12 +54,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..index import FactIndex, GrowingFactIndex
+from ..index import GrowingFactIndex
 from ..index.about import facts_about
 from ..index.base import FactTree
-from ..knowledge.facts import Fact
 from ..web.keywords import bridge_entities
 from .processor import mask_row
+from .rule_args import RuleArgs, TreeCache
 from .tracker import FactTracker, TraceState
 from .vocab import TokenVocab
 from ..errors import FactweaveError
@@ -77,15 +79,10 @@ INDEX_KEY = "factweave_index"
 #: ``additional_config`` key: true puts every request that says nothing under the rule
 #: (``factweave serve --engine vllm``); a request's ``refactx: false`` still turns it off.
 RULE_DEFAULT_KEY = "factweave_rule_default"
-#: A request's own facts (``extra_args``, the OpenAI server's ``vllm_xargs``): a list of fact
-#: texts, its tree instead of the server's.
-FACTS_KEY = "refactx_facts"
-#: ``extra_args``: how many entities a request's own tree may grow by (0: it does not grow), and
-#: the question whose names are not searched (default: the prompt's text).
-HOPS_KEY, QUESTION_KEY = "refactx_hops", "refactx_question"
-#: The most hops a request may ask for, and the most facts one hop adds (the facts about an
-#: entity, in the tree's order: what a whole-KB tree would let the model state about it).
-MAX_HOPS, HOP_FACTS = 8, 64
+#: The most facts one hop adds (the facts about an entity, in the tree's order: what a whole-KB
+#: tree would let the model state about it). A request's arguments and their caps:
+#: :mod:`agent.decoding.rule_args`.
+HOP_FACTS = 64
 INDEX_ENV = "FACTWEAVE_VLLM_INDEX"
 #: How many prompt tokens are read back to tell whether the reply starts a line (or a fact).
 _PROMPT_TAIL = 16
@@ -124,38 +121,12 @@ class _Request:
     hops: _Hops | None = None
 
 
-_ON, _OFF = (True, 1, "true", "1"), (None, False, 0, "false", "0")
-
-
-def wants_rule(params: SamplingParams, default: bool = False) -> bool:
-    """Whether a request asks for the rule (``extra_args={"refactx": true}``; the OpenAI server's
-    ``vllm_xargs`` may carry it as 1 or "true"); ``default`` for one that says nothing."""
-    value = (params.extra_args or {}).get("refactx")
-    return default if value is None else value in _ON
-
-
 class FactRuleProcessor(LogitsProcessor):
     """ReFactX's rule for the requests that ask for it (see the module docstring)."""
 
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
-        extra = sampling_params.extra_args or {}
-        if extra.get("refactx") not in _ON + _OFF:
-            raise ValueError("extra_args.refactx must be true or false")
-        facts = extra.get(FACTS_KEY)
-        if facts is not None and (not isinstance(facts, list) or not all(isinstance(f, str) and f.strip()
-                                                                         for f in facts)):
-            raise ValueError(f"extra_args.{FACTS_KEY} must be a list of fact texts")
-        hops = extra.get(HOPS_KEY, 0)
-        if isinstance(hops, str) and hops.isdigit():  # the OpenAI server's vllm_xargs may carry a string
-            hops = int(hops)
-        if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= MAX_HOPS:
-            raise ValueError(f"extra_args.{HOPS_KEY} must be a whole number from 0 to {MAX_HOPS}")
-        if hops and not facts:
-            raise ValueError(f"extra_args.{HOPS_KEY} grows a request's own tree: give its facts in {FACTS_KEY}")
-        question = extra.get(QUESTION_KEY)
-        if question is not None and not isinstance(question, str):
-            raise ValueError(f"extra_args.{QUESTION_KEY} must be a text")
+        RuleArgs.parse(sampling_params.extra_args)  # when the request arrives: its 400, not the engine's error
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool) -> None:
         from transformers import AutoTokenizer  # lazy: only an engine process builds one
@@ -174,6 +145,7 @@ class FactRuleProcessor(LogitsProcessor):
         index = DiskFactIndex.open(path, tokenizer)
         self.index = index
         self.tracker = FactTracker(index, TokenVocab.from_tokenizer(tokenizer, model.get_vocab_size()))
+        self.trees = TreeCache(tokenizer)
         self.requests: dict[int, _Request] = {}
         self.default = bool(extra.get(RULE_DEFAULT_KEY))
 
@@ -186,10 +158,11 @@ class FactRuleProcessor(LogitsProcessor):
         for row in batch_update.removed:
             self.requests.pop(row, None)
         for row, params, prompt_ids, output in batch_update.added:
-            if params is not None and wants_rule(params, self.default):
+            args = RuleArgs.parse(params.extra_args) if params is not None else None
+            if args is not None and args.wants_rule(self.default):
                 tail = "".join(self.tracker.vocab.pieces[t] for t in (prompt_ids or [])[-_PROMPT_TAIL:]
                                if t < len(self.tracker.vocab.pieces))
-                tracker, hops = self._tracker_for(params, prompt_ids or [])
+                tracker, hops = self._tracker_for(args, prompt_ids or [])
                 self.requests[row] = _Request(output, tracker, tracker.start(tail), hops=hops)
             else:
                 self.requests.pop(row, None)
@@ -200,21 +173,18 @@ class FactRuleProcessor(LogitsProcessor):
             if direction == MoveDirectionality.SWAP and second is not None:
                 self.requests[a] = second
 
-    def _tracker_for(self, params: SamplingParams, prompt_ids: list[int]) -> tuple[FactTracker, _Hops | None]:
-        """The server's tree, or the request's own facts (``extra_args["refactx_facts"]``: a
-        per-question tree, e.g. the facts retrieval found for it), built for it on arrival, with
-        its hops when it asks to grow (``"refactx_hops"``)."""
-        extra = params.extra_args or {}
-        facts = extra.get(FACTS_KEY)
-        if not facts:
+    def _tracker_for(self, args: RuleArgs, prompt_ids: list[int]) -> tuple[FactTracker, _Hops | None]:
+        """The server's tree, or the request's own facts (``refactx_facts``: a per-question tree,
+        e.g. the facts retrieval found for it; built on its first use, then shared by every request
+        with the same facts), with its hops when it asks to grow (``refactx_hops``)."""
+        if not args.facts:
             return self.tracker, None
-        own = FactIndex.build([Fact.from_statement(str(text)) for text in facts], self.tokenizer, progress=False)
-        hops = int(extra.get(HOPS_KEY) or 0)
-        if not hops:
+        own = self.trees.tree(args.facts)
+        if not args.hops:
             return FactTracker(own, self.tracker.vocab), None
-        tree = GrowingFactIndex(own, self.tokenizer, max_facts=hops * HOP_FACTS)
-        question = extra.get(QUESTION_KEY) or self.tokenizer.decode(prompt_ids, skip_special_tokens=True)
-        return FactTracker(tree, self.tracker.vocab), _Hops(tree, self.index, self.tokenizer, question, hops)
+        tree = GrowingFactIndex(own, self.tokenizer, max_facts=args.hops * HOP_FACTS)  # grows beside own, not in it
+        question = args.question or self.tokenizer.decode(prompt_ids, skip_special_tokens=True)
+        return FactTracker(tree, self.tracker.vocab), _Hops(tree, self.index, self.tokenizer, question, args.hops)
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         for row, request in self.requests.items():

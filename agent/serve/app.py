@@ -8,7 +8,6 @@ Retry-After). Errors have OpenAI's error body, so SDKs raise their usual excepti
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import time
 import uuid
@@ -29,7 +28,7 @@ from . import wire
 from .agent_model import AgentModel
 from .limits import RequestGate, ServerLimits, read_body
 from .models import ChatClientModel, ReplyEnd, ReplyError, ServedModel
-from .origins import OriginGuard, OriginPolicy
+from .origins import OriginGuard, OriginPolicy, key_refused
 from .worker import Generation
 
 log = logging.getLogger(__name__)
@@ -64,13 +63,9 @@ def create_app(models: Any, api_key: str | None = None, *, limits: ServerLimits 
     created = int(time.time())
 
     def check_key(request: Request) -> None:
-        if api_key is None:
-            return
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        # Constant-time comparison, so the key cannot be guessed from response timings.
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), api_key.encode()):
-            raise wire.ApiError(401, "invalid or missing API key", "authentication_error",
-                                code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"})
+        refused = key_refused(request.headers.get("authorization"), api_key)
+        if refused is not None:
+            raise refused
 
     @app.exception_handler(wire.ApiError)
     async def api_error(_: Request, exc: wire.ApiError) -> JSONResponse:

@@ -1,5 +1,5 @@
-"""Who may drive the server from a browser: the ``Host`` a request names, its ``Origin``, and the
-content type of what it posts.
+"""Who may drive the server: the ``Host`` a request names, its ``Origin``, the content type of what
+it posts (a browser's reach), and the bearer key (everyone's).
 
 A web page the user visits can send a "simple" cross-site POST (``Content-Type: text/plain``)
 with no preflight, and with DNS rebinding it can even read the answer: its own domain resolves
@@ -18,6 +18,9 @@ to 127.0.0.1, so the request reaches this server with ``Host: evil.example``. Th
 The chat UI (Gradio, which checks neither ``Host`` nor a foreign ``Origin`` when the ``Host`` is
 the page's own: measured on gradio 6.31) runs the same guard without the content-type rule.
 
+The bearer key (:func:`key_refused`, 401) is one check for both servers: the agent's app asks
+for it on its routes, vLLM's app through :class:`~agent.serve.vllm_server.VllmRequestChecks`.
+
 Example::
 
     policy = OriginPolicy(allowed_hosts=("factweave.lan",), cors_origins=("http://localhost:3000",))
@@ -25,6 +28,7 @@ Example::
 """
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import json
 import logging
@@ -108,13 +112,26 @@ class OriginPolicy:
 
 def refuse_if_exposed(host: str, api_key: str | None, insecure: bool = False) -> None:
     """A bind beyond loopback without a bearer key is refused (one line) unless ``insecure``:
-    anyone who reaches the port could use the model."""
-    if host in (LOOPBACK, "localhost", "::1") or api_key is not None:
+    anyone who reaches the port could use the model. An empty key is no key."""
+    if host in (LOOPBACK, "localhost", "::1") or api_key:
         return
     if not insecure:
         raise FactweaveError(f"serving on {host} without an API key lets anyone who reaches the port use the model: "
                              "set FACTWEAVE_API_KEY (or give --insecure)")
     log.warning("serving on %s without an API key (--insecure): anyone who reaches it can use the model", host)
+
+
+def key_refused(authorization: str | None, api_key: str | None) -> wire.ApiError | None:
+    """The 401 for a request whose ``Authorization`` header does not carry ``api_key`` as its
+    bearer token; None when it does or no key is set."""
+    if not api_key:
+        return None
+    scheme, _, token = (authorization or "").partition(" ")
+    # Constant-time comparison, so the key cannot be guessed from response timings.
+    if scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), api_key.encode()):
+        return None
+    return wire.ApiError(401, "invalid or missing API key", "authentication_error", code="invalid_api_key",
+                         headers={"WWW-Authenticate": "Bearer"})
 
 
 class OriginGuard:
@@ -129,19 +146,20 @@ class OriginGuard:
         if refused is None:
             await self.app(scope, receive, send)
             return
-        await refuse(send, *refused)
+        await refuse(send, refused)
 
-    def refused(self, scope) -> tuple[int, str, str] | None:
-        """(status, why, error code) when the request of ``scope`` is refused, else None."""
+    def refused(self, scope) -> wire.ApiError | None:
+        """Why the request of ``scope`` is refused (its status, message and code), else None."""
         headers = request_headers(scope)
         host, origin = headers.get("host"), headers.get("origin")
         why = self.policy.host_refused(host) or self.policy.origin_refused(origin, host)
         if why is not None:
-            return 403, why, "forbidden_origin"
+            return wire.ApiError(403, why, code="forbidden_origin")
         if self.json_posts and scope.get("method") == "POST":
             media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if media != "application/json":
-                return 415, f"Content-Type must be application/json, not {media or 'none'!r}", "unsupported_media_type"
+                return wire.ApiError(415, f"Content-Type must be application/json, not {media or 'none'!r}",
+                                     code="unsupported_media_type")
         return None
 
 
@@ -150,9 +168,10 @@ def request_headers(scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
-async def refuse(send, status: int, why: str, code: str) -> None:
-    """Answer ``status`` with OpenAI's error body (before anything else reads the request)."""
-    body = json.dumps(wire.error_body(why, "invalid_request_error", code=code)).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+async def refuse(send, error: wire.ApiError) -> None:
+    """Answer ``error`` with OpenAI's error body (before anything else reads the request)."""
+    body = json.dumps(error.body()).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               *((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in error.headers.items())]
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
