@@ -59,8 +59,22 @@ def decode_speed(generator: Any, questions: list[dict[str, Any]], *, constrained
     return rows
 
 
+def generate_step(steps: list[dict[str, float]]) -> dict[str, float]:
+    """The agent's generate steps over the questions: seconds per question (p50, p95, sum), and the
+    prompt read and the decode apart (tokens/s over all questions: sums, not a median of ratios)."""
+    gen = [s["generate_s"] for s in steps]
+    prefill = sum(s["prefill_s"] for s in steps)
+    decode = sum(s["generate_s"] - s["prefill_s"] for s in steps)
+    return {"seconds_p50": _p(gen, 0.5), "seconds_p95": _p(gen, 0.95), "seconds_sum": round(sum(gen), 3),
+            "prefill_s_sum": round(prefill, 3), "decode_s_sum": round(decode, 3),
+            "prompt_tokens_read": sum(s["prompt_read"] for s in steps), "tokens": sum(s["tokens"] for s in steps),
+            "prompt_read_tokens_per_s": round(sum(s["prompt_read"] for s in steps) / prefill, 1) if prefill else 0.0,
+            "decode_tokens_per_s": round(sum(s["tokens"] for s in steps) / decode, 1) if decode else 0.0,
+            "tokens_per_s": round(sum(s["tokens"] for s in steps) / sum(gen), 2) if sum(gen) else 0.0}
+
+
 def run_engine(preset: str, engine: str, questions: list[dict[str, Any]], max_new_tokens: int,
-               agent_questions: int) -> dict[str, Any]:
+               agent_questions: int, decode: bool = True) -> dict[str, Any]:
     from agent.runtime import load_settings_model, open_agent
     from agent.settings import load_settings
 
@@ -72,8 +86,9 @@ def run_engine(preset: str, engine: str, questions: list[dict[str, Any]], max_ne
         generator = agent.generator
         generator.answer("What is the official language of Damascus?")  # warm
         agent.answer("What is the official language of Damascus?")
-        free = decode_speed(generator, questions, constrained=False, max_new_tokens=max_new_tokens)
-        constrained = decode_speed(generator, questions, constrained=True, max_new_tokens=max_new_tokens)
+        free = decode_speed(generator, questions, constrained=False, max_new_tokens=max_new_tokens) if decode else []
+        constrained = (decode_speed(generator, questions, constrained=True, max_new_tokens=max_new_tokens)
+                       if decode else [])
         answered = [ask_agent(agent, q) for q in questions[:agent_questions]]
     for row, q in zip(answered, questions):
         row["right"] = _right(row["answer"], q["answers"])
@@ -87,6 +102,10 @@ def run_engine(preset: str, engine: str, questions: list[dict[str, Any]], max_ne
                 "tokens_p50": _p([r["tokens"] for r in rows], 0.5), "right": sum(r["right"] for r in rows)}
 
     totals = [r["timings"]["total_s"] for r in answered]
+    # The agent's generate steps (its attempts), prompt read and decode apart: where an engine's
+    # speed reaches the answer (the prompt's listed facts are read at prefill speed).
+    steps = [{"generate_s": r["timings"].get("generate_s", 0.0), "prefill_s": r["timings"].get("prefill_s", 0.0),
+              "tokens": r["tokens"], "prompt_read": r["prompt_tokens"] - r["prompt_cached"]} for r in answered]
     return {"preset": preset, "engine": engine, "load_s": round(load_s, 2), "free": speed(free),
             "constrained": speed(constrained),
             "agent": {"n": len(answered), "total_s_p50": _p(totals, 0.5), "total_s_p95": _p(totals, 0.95),
@@ -94,6 +113,7 @@ def run_engine(preset: str, engine: str, questions: list[dict[str, Any]], max_ne
                       "first_token_s_p50": _p([r["timings"]["first_token_s"] for r in answered], 0.5),
                       "right": sum(r["right"] for r in answered),
                       "grounded": sum(bool(r["grounded"]) for r in answered)},
+            "generate_step": generate_step(steps),
             "rows": {"free": free, "constrained": constrained, "agent": answered}}
 
 
@@ -105,6 +125,7 @@ def main() -> None:
     parser.add_argument("--per-kind", type=int, default=5, help="questions of each kind (agent_latency.py's four)")
     parser.add_argument("--agent-questions", type=int, default=20, help="how many of them the agent answers")
     parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--agent-only", action="store_true", help="skip the bare decoding runs (free, constrained)")
     parser.add_argument("--json", type=Path, default=None, help="default: results/engines-<presets>.json")
     args = parser.parse_args()
     if args.json is None:
@@ -120,7 +141,8 @@ def main() -> None:
     for preset in presets:
         for engine in engines:
             print(f"{preset} on {engine} ...", flush=True)
-            runs.append(run_engine(preset, engine, questions, args.max_new_tokens, args.agent_questions))
+            runs.append(run_engine(preset, engine, questions, args.max_new_tokens, args.agent_questions,
+                                   decode=not args.agent_only))
             r = runs[-1]
             print(f"  free {r['free']['tokens_per_s_p50']} tok/s, constrained {r['constrained']['tokens_per_s_p50']} "
                   f"tok/s, first token {r['constrained']['first_token_s_p50']} s; agent p50 {r['agent']['total_s_p50']} s "
@@ -134,7 +156,10 @@ def main() -> None:
                 "constrained_tokens_per_s": round(r["constrained"]["tokens_per_s_p50"]
                                                   / max(ref["constrained"]["tokens_per_s_p50"], 1e-9), 2),
                 "free_tokens_per_s": round(r["free"]["tokens_per_s_p50"] / max(ref["free"]["tokens_per_s_p50"], 1e-9), 2),
-                "agent_total_p50": round(r["agent"]["total_s_p50"] / max(ref["agent"]["total_s_p50"], 1e-9), 2)}
+                "agent_total_p50": round(r["agent"]["total_s_p50"] / max(ref["agent"]["total_s_p50"], 1e-9), 2),
+                # >1: this engine's generate steps took that many times less (sums over the questions)
+                "generate_step_speedup": round(ref["generate_step"]["seconds_sum"]
+                                               / max(r["generate_step"]["seconds_sum"], 1e-9), 2)}
         r["constrained_vs_free"] = round(r["constrained"]["tokens_per_s_p50"]
                                          / max(r["free"]["tokens_per_s_p50"], 1e-9), 2)
     result = {"cpus": os.cpu_count(), "machine": platform.machine(), "cpu": cpu_features(),
@@ -152,6 +177,14 @@ def main() -> None:
               f"{r['constrained_vs_free']} | {r['constrained']['first_token_s_p50']} s | {r['agent']['total_s_p50']} s | "
               f"{r['agent']['total_s_p95']} s | {r['agent']['right']}/{r['agent']['n']} | "
               f"{vs.get('constrained_tokens_per_s', '-')}x, {vs.get('agent_total_p50', '-')}x |")
+    print("\n| preset | engine | generate step p50 | p95 | sum | prompt read (tokens, tok/s) | decode tok/s | "
+          "x transformers (generate steps) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in runs:
+        g = r["generate_step"]
+        print(f"| {r['preset']} | {r['engine']} | {g['seconds_p50']} s | {g['seconds_p95']} s | {g['seconds_sum']} s | "
+              f"{g['prompt_tokens_read']}, {g['prompt_read_tokens_per_s']} | {g['decode_tokens_per_s']} | "
+              f"{r.get('vs_transformers', {}).get('generate_step_speedup', '-')}x |")
     print(f"\nload {result['loadavg_1m_before']} -> {result['loadavg_1m_after']}; {args.json}")
 
 
