@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from ..embeddings import Embedder, model_name
 from ..errors import FactweaveError
-from ..files import write_json
+from ..files import locked, write_json
 from ..knowledge.facts import Fact
 from .arcade import open_graph
 from .decompose import Decomposer, DecompositionCache, decompose_many
@@ -236,21 +236,12 @@ class KnowledgeWeb:
         """The web's write lock (``<folder>/write.lock``, across processes): writers take turns,
         each starting from the vectors the previous one flushed; one that cannot have it within
         :attr:`lock_wait_s` raises :class:`FactweaveError`. Readers never wait."""
-        import fcntl
-
-        with open(self.folder / "write.lock", "a+", encoding="utf-8") as handle:
-            deadline = time.monotonic() + self.lock_wait_s
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise FactweaveError(
-                            f"the knowledge web in {self.folder} is being written by another writer (a `factweave "
-                            f"web build`, the UI, ...) for more than {self.lock_wait_s:g} s; try again when it is "
-                            "done") from None
-                    time.sleep(0.1)
+        with locked(self.folder / "write.lock", self.lock_wait_s) as had:
+            if not had:
+                raise FactweaveError(
+                    f"the knowledge web in {self.folder} is being written by another writer (a `factweave "
+                    f"web build`, the UI, ...) for more than {self.lock_wait_s:g} s; try again when it is "
+                    "done")
             for vectors in self._vector_indexes():
                 vectors.refresh()
             self._staged = _Staged()
