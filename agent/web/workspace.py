@@ -19,6 +19,8 @@ Crash-safe by completion, each change journalled before its first write:
 - a **removal** names its sources in ``uploads/removing.json`` before anything is deleted; then
   facts.jsonl and the overlay (they stop being stated at once), the web (resumable through its own
   journal); the file goes last. Each step is idempotent, so the next start or change does it again.
+  Until it is done its sources are out of every answer: not stated (:func:`stated_uploads`) and
+  not found by the web's search (:class:`agent.web.removal.Withdrawn`).
 
 A file uploaded again is its new version: its old facts give way to the new ones.
 
@@ -306,7 +308,7 @@ class Workspace:
 
     @property
     def _removing_path(self) -> Path:
-        return self.folder / "removing.json"
+        return upload_removal_journal(self.web.folder)
 
     def _remove(self, names: list[str]) -> dict[str, Any]:
         """Remove ``names`` from every store, idempotently (done again after a kill at any step):
@@ -337,9 +339,23 @@ def stated_uploads(web_folder: Path) -> list[Fact]:
     """The facts uploaded into the web in ``web_folder`` that an agent may state: those of a
     removal cut short are not, even when completing it failed. Read only: for an agent opened on
     the web beside the process that changes it."""
-    folder = Path(web_folder) / "uploads"
-    removing = _read_removing(folder)
-    return [fact for name, fact in _read_uploaded(folder) if name not in removing]
+    removing = set(removing_sources(web_folder))
+    return [fact for name, fact in _read_uploaded(Path(web_folder) / "uploads") if name not in removing]
+
+
+def upload_removal_journal(web_folder: Path) -> Path:
+    """Where a removal names its sources before anything is deleted (see the module docstring)."""
+    return Path(web_folder) / "uploads" / "removing.json"
+
+
+def removing_sources(web_folder: Path) -> list[str]:
+    """The sources a removal under way or cut short names (:func:`upload_removal_journal`), or
+    none."""
+    path = upload_removal_journal(web_folder)
+    try:
+        return [str(name) for name in json.loads(path.read_text(encoding="utf-8"))["sources"]]
+    except (OSError, ValueError, KeyError, TypeError):  # none, or unreadable: the next removal says so
+        return []
 
 
 def _read_uploaded(folder: Path) -> list[tuple[str, Fact]]:
@@ -356,15 +372,6 @@ def _read_uploaded(folder: Path) -> list[tuple[str, Fact]]:
                 fact = Fact(row["subject"], row["predicate"], row["object"], row.get("source", ""))
             rows.append((row.get("upload") or source_name(fact.source), fact))
     return rows
-
-
-def _read_removing(folder: Path) -> set[str]:
-    """The sources a removal cut short names (``removing.json``), or none."""
-    path = folder / "removing.json"
-    try:
-        return set(json.loads(path.read_text(encoding="utf-8"))["sources"]) if path.is_file() else set()
-    except (OSError, ValueError, KeyError, TypeError):
-        return set()
 
 
 def brief(exc: BaseException) -> str:

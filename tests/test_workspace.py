@@ -1,0 +1,83 @@
+"""A knowledge web's uploads changed through one door and seen through every other: a removal cut
+short is out of the web's search. Real embedded ArcadeDB, real embeddings."""
+from __future__ import annotations
+
+import pytest
+
+from agent.errors import FactweaveError
+from agent.knowledge.facts import verbalize
+from agent.web.web import KnowledgeWeb
+from agent.web.workspace import Workspace
+
+
+@pytest.fixture()
+def space(tmp_path, graph, graph_server, embedder):
+    """A workspace on a fresh web on the (emptied) test graph server; ``space.reopen()``: another
+    handle on that web (closed after the test)."""
+    opened = []
+
+    def reopen() -> KnowledgeWeb:
+        opened.append(KnowledgeWeb.open(tmp_path / "web", embedder=embedder, graph_uri=graph_server.uri,
+                                        graph_user=graph_server.user, graph_password=graph_server.password,
+                                        graph_database=graph_server.database))
+        return opened[-1]
+
+    workspace = Workspace(reopen())
+    workspace.reopen = reopen
+    yield workspace
+    for web in opened:
+        web.close()
+
+
+def _fail_once(target, method: str) -> None:
+    """Make ``target.method`` fail once with a full disk (as a kill leaves the step), then work."""
+    original = getattr(target, method)
+
+    def fail_once(*args, **kwargs):
+        setattr(target, method, original)
+        raise OSError(28, "No space left on device")
+
+    setattr(target, method, fail_once)
+
+
+def _found(web, question: str) -> list[str]:
+    return [hit.text for method in ("graph", "keywords") for hit in web.search(question, 10, method=method).hits]
+
+
+def test_a_removal_cut_short_offers_none_of_its_facts_to_a_search(space, tmp_path):
+    """A removal cut short before the web's part (only the uploads' journal names the source) and
+    one cut short inside it (the web's journal names its facts): until it is finished the web's
+    search (both methods, any handle) finds nothing of the source, and still finds the others."""
+    docks = tmp_path / "docks.tsv"
+    docks.write_text("Quillon Dock\tbuilt by\tAsha Merrow\n")
+    quay = tmp_path / "quay.md"
+    quay.write_text("# Velmora Quay\n\nVelmora Quay was paved by Ilse Varga in 1903.\n")
+    bells = tmp_path / "bells.tsv"
+    bells.write_text("Vessa Bell\tcast by\tIda Holm\n")
+    space.add_files([docks, quay, bells])
+    dock_fact = verbalize("Quillon Dock", "built by", "Asha Merrow")
+    assert dock_fact in _found(space.web, "Who built Quillon Dock?")  # (so the checks below can fail)
+    assert any("Ilse Varga" in text for text in _found(space.web, "Who paved Velmora Quay?"))
+
+    # Cut short before anything was deleted: the uploads' journal names the sources.
+    _fail_once(space, "_store_uploaded")
+    with pytest.raises(FactweaveError, match="the removal stopped"):
+        space.remove_sources([docks.name, quay.name])
+    del space._store_uploaded
+    for web in (space.web, space.reopen()):  # this handle, and another (another process's, as `serve`'s)
+        assert dock_fact not in _found(web, "Who built Quillon Dock?")
+        assert not any("Ilse Varga" in text for text in _found(web, "Who paved Velmora Quay?"))
+        assert verbalize("Vessa Bell", "cast by", "Ida Holm") in _found(web, "Who cast Vessa Bell?")
+
+    # Cut short inside the web's removal (its journal names the facts, the vectors still hold them).
+    space.recover()  # (finishes the one above)
+    space.add_files([docks])
+    assert dock_fact in _found(space.web, "Who built Quillon Dock?")
+    _fail_once(space.web.fact_vectors, "delete")
+    with pytest.raises(FactweaveError, match="the removal stopped"):
+        space.remove_sources([docks.name])
+    del space.web.fact_vectors.delete
+    (space.folder / "removing.json").unlink()  # only the web's own journal left
+    assert (space.web.folder / "removing.json").exists()
+    assert dock_fact not in _found(space.web, "Who built Quillon Dock?")
+    assert verbalize("Vessa Bell", "cast by", "Ida Holm") in _found(space.web, "Who cast Vessa Bell?")
