@@ -1,5 +1,6 @@
 """A knowledge web's uploads changed through one door and seen through every other: a removal cut
-short is out of the web's search. Real embedded ArcadeDB, real embeddings."""
+short is out of the web's search, and a removal is possible while an upload cannot be completed.
+Real embedded ArcadeDB, real embeddings."""
 from __future__ import annotations
 
 import pytest
@@ -81,3 +82,43 @@ def test_a_removal_cut_short_offers_none_of_its_facts_to_a_search(space, tmp_pat
     assert (space.web.folder / "removing.json").exists()
     assert dock_fact not in _found(space.web, "Who built Quillon Dock?")
     assert verbalize("Vessa Bell", "cast by", "Ida Holm") in _found(space.web, "Who cast Vessa Bell?")
+
+
+def test_a_removal_goes_on_while_an_upload_cannot_be_completed_and_removing_it_drops_it(
+        space, tmp_path, closed_port_url, caplog):
+    """An upload whose documents cannot be decomposed (the decomposer's endpoint is down) stays
+    pending: a later upload stops with one line naming it and how to clear it, and adds nothing; a
+    removal of another source goes on (saying the upload is still pending); removing the pending
+    upload's file drops it, and the next upload is added."""
+    from agent.llm.client import OpenAIChat
+    from agent.web.decompose import LLMDecomposer
+
+    space.decomposer = lambda: LLMDecomposer(OpenAIChat("decomposer", base_url=closed_port_url, max_retries=0,
+                                                        timeout=2))
+    docks = tmp_path / "docks.tsv"
+    docks.write_text("Quillon Dock\tbuilt by\tAsha Merrow\n")
+    space.add_files([docks])
+    report_md = tmp_path / "report.md"
+    report_md.write_text("# Velmora Quay\n\nVelmora Quay was paved by Ilse Varga in 1903.\n")
+    with pytest.raises(FactweaveError, match=r"the upload stopped"):
+        space.add_files([report_md])
+
+    bells = tmp_path / "bells.tsv"
+    bells.write_text("Vessa Bell\tcast by\tIda Holm\n")
+    with pytest.raises(FactweaveError) as blocked:
+        space.add_files([bells])
+    line = str(blocked.value)
+    assert "\n" not in line
+    assert "an earlier upload (report.md) was cut short and cannot be completed yet" in line
+    assert "nothing of this upload was added" in line and "remove report.md" in line
+    assert not any("Vessa Bell" in fact.text for fact in space.uploaded_facts())
+
+    report = space.remove_sources([docks.name])  # a removal is always possible
+    assert report["uploaded_removed"] == 1 and "report.md" in report["pending"]
+    assert not any("Quillon Dock" in fact.text for fact in space.uploaded_facts())
+    assert "report.md" in {row["source"] for row in space.sources() if row["pending"]}
+
+    report = space.remove_sources([report_md.name])  # gives the pending upload up
+    assert report["pending_dropped"] == ["report.md"] and "pending" not in report
+    assert not space.pending_files() and "report.md" not in {row["source"] for row in space.sources()}
+    assert space.add_files([bells])["new_facts"] == 1

@@ -279,7 +279,11 @@ def web_remove(sources, web_dir, as_json, **web_options) -> None:
         click.echo(f"removed {report.get('documents', 0)} document(s), {report.get('chunks', 0)} chunk(s), "
                    f"{report.get('facts', 0)} fact(s) and {report.get('keywords', 0)} keyword(s) of "
                    f"{', '.join(report['sources'])}" + (" (an earlier removal was finished first)"
-                                                        if report.get("resumed") else ""))
+                                                        if report.get("resumed") else "")
+                   + (f"; dropped from the pending upload: {', '.join(report['pending_dropped'])}"
+                      if report.get("pending_dropped") else ""))
+        if report.get("pending"):
+            click.echo(report["pending"], err=True)
 
 
 @web_group.command("stats")

@@ -22,6 +22,14 @@ Crash-safe by completion, each change journalled before its first write:
   Until it is done its sources are out of every answer: not stated (:func:`stated_uploads`) and
   not found by the web's search (:class:`agent.web.removal.Withdrawn`).
 
+A removal is always possible. An upload that reads fine but cannot be applied (the document
+decomposer's endpoint is down) stays pending and is tried again by each change and start; while
+it fails, a later upload stops with one line naming it and how to clear it (fix the cause, or
+remove its files), and a removal goes on without it. Removing a pending upload's files drops
+them from it (nothing of them is applied later); the rest of it stays pending. Quarantining it
+at its first failure would have lost an upload to a passing outage; keeping it blocked would
+have made a dead endpoint block every removal.
+
 A file uploaded again is its new version: its old facts give way to the new ones.
 
 A workspace does not lock: its owner runs one change at a time (the UI's write lock); the web's
@@ -122,10 +130,19 @@ class Workspace:
         """The web's sources (documents, triple files) with their counts, and whether they were
         uploaded: ``[{"source", "documents", "facts", "uploaded"}, ...]``."""
         uploaded = {name for name, _ in self.uploaded()}
+        pending = set(self.pending_files())
         rows = self.web.sources()
         held = {row["source"] for row in rows}
-        rows += [{"source": name, "documents": 0, "facts": 0} for name in sorted(uploaded - held)]
-        return [{**row, "uploaded": row["source"] in uploaded} for row in rows]
+        rows += [{"source": name, "documents": 0, "facts": 0} for name in sorted((uploaded | pending) - held)]
+        return [{**row, "uploaded": row["source"] in uploaded | pending, "pending": row["source"] in pending}
+                for row in rows]
+
+    def pending_files(self) -> list[str]:
+        """The files of an upload cut short and not completed yet (see the module docstring)."""
+        try:
+            return [path.name for path in _pending_files(self._pending_dir)] if self._pending_dir.is_dir() else []
+        except (OSError, ValueError):  # unreadable: quarantined by the next change or start
+            return []
 
     def _save_uploaded(self, rows: list[tuple[str, Fact]]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -157,26 +174,39 @@ class Workspace:
     def recover(self) -> None:
         """Complete a removal, then an upload, cut short before (a failure or a kill); log a line
         when one cannot be completed yet (the next change tries again). For a start: it goes on."""
+        self._recover()
+        if self.overlay is not None:
+            self._extend_index(self.stated_facts())
+
+    def _recover(self) -> None:
         try:
             self._finish_removing()
         except Exception as exc:  # noqa: BLE001 - the owner starts anyway; the next change tries again
             log.warning("a removal cut short could not be completed yet (%s); the next change tries again", exc)
-        if self.overlay is not None:
-            self._extend_index(self.stated_facts())
         try:
             self._finish_pending()
         except Exception as exc:  # noqa: BLE001 - the owner starts anyway; the next upload tries again
-            log.warning("an upload cut short could not be completed yet (%s); the next upload tries again", exc)
+            log.warning("%s", self._blocked(exc, "the start goes on without it"))
 
     def finish_earlier(self, outcome: str, progress: Progress = _no_progress) -> None:
-        """Complete an upload or a removal cut short before: changes apply in order. One line
-        ending with ``outcome`` when that fails."""
+        """Complete a removal, then an upload, cut short before: changes apply in order. One line
+        ending with ``outcome`` when that fails (for an upload: which one, and how to clear it)."""
         try:
             self._finish_removing()
+        except Exception as exc:
+            raise FactweaveError(f"an earlier removal that was cut short could not be completed "
+                                 f"({brief(exc)}); {outcome}") from exc
+        try:
             self._finish_pending(progress)
         except Exception as exc:
-            raise FactweaveError(f"an earlier upload or removal that was cut short could not be completed "
-                                 f"({brief(exc)}); {outcome}") from exc
+            raise FactweaveError(self._blocked(exc, outcome)) from exc
+
+    def _blocked(self, exc: BaseException, outcome: str) -> str:
+        """One line: the pending upload cannot be completed (``exc``), ``outcome``, how to clear it."""
+        files = ", ".join(self.pending_files()) or "its files"
+        return (f"an earlier upload ({files}) was cut short and cannot be completed yet ({brief(exc)}); {outcome}. "
+                f"It completes with the next upload or start once the cause is fixed; to give it up, remove "
+                f"{files} (`factweave web remove`, or Remove in the UI)")
 
     # --- adding --------------------------------------------------------------------------------
 
@@ -198,8 +228,9 @@ class Workspace:
         try:
             report = self._apply(batch, progress)
         except Exception as exc:
+            names = ", ".join(path.name for path in paths)
             raise FactweaveError(f"the upload stopped ({brief(exc)}); it is kept and completes with the next "
-                                 "upload or start") from exc
+                                 f"upload or start, or remove {names} to give it up") from exc
         self._drop_pending()
         progress(1.0, "done")
         return report
@@ -285,7 +316,20 @@ class Workspace:
         names = list(dict.fromkeys(" ".join(str(s).split()) for s in sources if str(s).strip()))
         if not names:
             raise FactweaveError("choose a source to remove")
-        self.finish_earlier("nothing was removed")
+        return self._remove_sources(names, progress)
+
+    def _remove_sources(self, names: list[str], progress: Progress) -> dict[str, Any]:
+        try:
+            self._finish_removing()
+        except Exception as exc:
+            raise FactweaveError(f"an earlier removal that was cut short could not be completed ({brief(exc)}); "
+                                 "nothing was removed") from exc
+        blocked = None
+        try:  # changes apply in order; one that cannot be applied (yet) does not stop a removal
+            self._finish_pending()
+        except Exception as exc:  # noqa: BLE001 - said in the report and the log; kept pending
+            blocked = self._blocked(exc, "the removal went on without it")
+            log.warning("%s", blocked)
         listed = [row["source"] for row in self.sources()]
         # A file given by its path names the file (the web stores sources under the file's name).
         names = list(dict.fromkeys(name if name in listed or PurePath(name).name not in listed
@@ -303,6 +347,8 @@ class Workspace:
             raise FactweaveError(f"the removal stopped ({brief(exc)}); it completes with the next upload or "
                                  "removal, or the next start") from exc
         self._removing_path.unlink()
+        if blocked is not None and self._pending_dir.is_dir():
+            report["pending"] = blocked
         progress(1.0, "removed")
         return report
 
@@ -312,8 +358,10 @@ class Workspace:
 
     def _remove(self, names: list[str]) -> dict[str, Any]:
         """Remove ``names`` from every store, idempotently (done again after a kill at any step):
-        the uploaded facts and the overlay first (they stop being stated at once), then the web,
-        whose own removal cut short is finished before what it still holds is asked."""
+        the pending upload's files of those names (never applied now), the uploaded facts and the
+        overlay (they stop being stated at once), then the web, whose own removal cut short is
+        finished before what it still holds is asked."""
+        dropped = self._drop_from_pending(names)
         rows = self.uploaded()
         kept = [(name, fact) for name, fact in rows if name not in names]
         if len(kept) < len(rows):
@@ -323,7 +371,24 @@ class Workspace:
         in_web = [name for name in names if name in held]
         report: dict[str, Any] = self.web.remove(in_web).as_dict() if in_web else {"sources": names}
         report["uploaded_removed"] = len(rows) - len(kept)
+        report["pending_dropped"] = dropped
         return report
+
+    def _drop_from_pending(self, names: list[str]) -> list[str]:
+        """Drop the files named ``names`` from the pending upload (the whole upload when none is
+        left); the names dropped."""
+        folder = self._pending_dir
+        if not folder.is_dir():
+            return []
+        dropped = []
+        for sub in sorted(folder.iterdir()):
+            files = [f.name for f in sub.iterdir()] if sub.is_dir() else []
+            if files and all(name in names for name in files):
+                shutil.rmtree(sub)
+                dropped += files
+        if not any(folder.iterdir()):
+            self._drop_pending()
+        return dropped
 
     def _finish_removing(self) -> dict[str, Any] | None:
         """Do again a removal that was cut short; its report, or None."""
