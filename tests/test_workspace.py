@@ -1,6 +1,7 @@
 """A knowledge web's uploads changed through one door and seen through every other: a removal cut
-short is out of the web's search, and a removal is possible while an upload cannot be completed.
-Real embedded ArcadeDB, real embeddings."""
+short is out of the web's search, every door finishes what was cut short when it opens the web, and
+a removal is possible while an upload cannot be completed. Real embedded ArcadeDB, real
+embeddings, SmolLM2 where an agent is opened."""
 from __future__ import annotations
 
 import pytest
@@ -122,3 +123,60 @@ def test_a_removal_goes_on_while_an_upload_cannot_be_completed_and_removing_it_d
     assert report["pending_dropped"] == ["report.md"] and "pending" not in report
     assert not space.pending_files() and "report.md" not in {row["source"] for row in space.sources()}
     assert space.add_files([bells])["new_facts"] == 1
+
+
+@pytest.fixture()
+def own_web(tmp_path, embedder):
+    """A web folder of its own (its embedded graph server started by whoever opens it), holding
+    one triple, and the settings of an agent answering on it from the whole-KB tree."""
+    from agent.settings import load_settings
+
+    folder = tmp_path / "web"
+    seed = tmp_path / "seed.tsv"
+    seed.write_text("Velmora\tmayor\tOdile Fenn\n")
+    with KnowledgeWeb.open(folder, embedder=embedder) as web:
+        Workspace(web).add_files([seed])
+
+    def settings(cache_dir, **changes):
+        return load_settings(**{"model": "smollm2-135m", "cache": cache_dir, "max_tokens": 64, "web": folder,
+                                "tree": "kb", "rerank": False, **changes})
+
+    return folder, settings
+
+
+@pytest.mark.model
+def test_every_door_finishes_what_was_cut_short_when_it_opens(own_web, smollm, cache_dir, embedder, tmp_path):
+    """A removal and an upload cut short (a failure, as a kill leaves them) are finished by the
+    next agent opened on the web (`ask`, `serve`, MCP, LangChain open it so; from the whole-KB
+    tree, which searches no web, and from both trees), not only by the UI."""
+    from agent.runtime import open_agent
+
+    folder, settings = own_web
+    uploads = folder / "uploads"
+    lantern = tmp_path / "lanterns.tsv"
+    lantern.write_text("Varro Lantern\tbuilt by\tOren Task\n")
+
+    def sources() -> set[str]:
+        with KnowledgeWeb.open(folder, embedder=embedder) as web:
+            return {row["source"] for row in Workspace(web).sources()}
+
+    with KnowledgeWeb.open(folder, embedder=embedder) as web:
+        space = Workspace(web)
+        _fail_once(space, "_store_uploaded")
+        with pytest.raises(FactweaveError, match="the removal stopped"):
+            space.remove_sources(["seed.tsv"])
+    assert (uploads / "removing.json").exists()
+    with open_agent(settings(cache_dir), loaded=smollm, progress=False):
+        assert not (uploads / "removing.json").exists()
+    assert "seed.tsv" not in sources()
+
+    with KnowledgeWeb.open(folder, embedder=embedder) as web:
+        space = Workspace(web)
+        _fail_once(space, "_save_uploaded")
+        with pytest.raises(FactweaveError, match="the upload stopped"):
+            space.add_files([lantern])
+    assert (uploads / "pending").exists() and "lanterns.tsv" not in (uploads / "facts.jsonl").read_text()
+    with open_agent(settings(cache_dir, tree="both"), loaded=smollm, progress=False):
+        assert not (uploads / "pending").exists()
+    assert "lanterns.tsv" in sources()
+    assert "lanterns.tsv" in (uploads / "facts.jsonl").read_text()

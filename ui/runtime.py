@@ -33,7 +33,6 @@ from agent.models import PRESETS, preset_installed
 from agent.pipeline.conversation import check_question as agent_check_question
 from agent.pipeline.conversation import trim_history
 from agent.rerank import Reranker
-from agent.web.decompose import LLMDecomposer, SentenceDecomposer
 from agent.web.uploads import DEFAULT_MAX_BYTES
 from agent.web.workspace import MAX_UPLOADED_FACTS, Workspace
 
@@ -103,7 +102,8 @@ class UIRuntime:
         self._view: tuple[float, int, dict[str, Any], list[dict[str, Any]]] | None = None
         self._changes = 0
         self._owns_web = web is None
-        self.web = web if web is not None else open_web(settings, progress=progress)
+        # (recovered below, by the workspace with this runtime's overlay and upload limit)
+        self.web = web if web is not None else open_web(settings, progress=progress, recover=False)
         self.workspace = Workspace(self.web, overlay=_ModelOverlay(self), decomposer=self._decomposer,
                                    max_upload_bytes=max_upload_bytes)
         try:
@@ -151,10 +151,10 @@ class UIRuntime:
         return self.workspace.uploaded_facts()
 
     def _decomposer(self) -> Any:
-        """An upload's documents become facts by the chat model at an OpenAI-compatible endpoint
-        when one is configured, else by sentences (the local model on a CPU is slow)."""
-        remote = self.settings.openai_base_url or self.settings.openai_api_key
-        return LLMDecomposer(self.chat) if remote else SentenceDecomposer()
+        """An upload's documents become facts as every door makes them (:func:`agent.runtime.upload_decomposer`)."""
+        from agent.runtime import upload_decomposer  # lazy: agent.runtime pulls torch
+
+        return upload_decomposer(self.settings, self.chat)
 
     def _rebuild_index(self, facts: list[Fact]) -> int:
         """Replace the overlay by one over ``facts`` (the uploaded facts left after a removal); how

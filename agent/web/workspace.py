@@ -22,6 +22,9 @@ Crash-safe by completion, each change journalled before its first write:
   Until it is done its sources are out of every answer: not stated (:func:`stated_uploads`) and
   not found by the web's search (:class:`agent.web.removal.Withdrawn`).
 
+Every door finishes what was cut short when it opens the web (:func:`agent.runtime.open_web`,
+:meth:`recover`): the UI, ``ask``, ``serve``, MCP and the ``web`` commands alike.
+
 A removal is always possible. An upload that reads fine but cannot be applied (the document
 decomposer's endpoint is down) stays pending and is tried again by each change and start; while
 it fails, a later upload stops with one line naming it and how to clear it (fix the cause, or
@@ -30,10 +33,13 @@ them from it (nothing of them is applied later); the rest of it stays pending. Q
 at its first failure would have lost an upload to a passing outage; keeping it blocked would
 have made a dead endpoint block every removal.
 
-A file uploaded again is its new version: its old facts give way to the new ones.
+A workspace's changes take turns across processes and handles (``uploads/change.lock``: a
+``flock``, dropped with its process): a change waits for another one (at most
+:attr:`Workspace.lock_wait_s`), and recovery at a start leaves a change under way to its process
+(found pending then, it is not cut short). Within a process its owner runs one change at a time
+(the UI's write lock); the web's own writes take turns too (``<web>/write.lock``).
 
-A workspace does not lock: its owner runs one change at a time (the UI's write lock); the web's
-own writes take turns across processes (``<web>/write.lock``).
+A file uploaded again is its new version: its old facts give way to the new ones.
 
 Example::
 
@@ -51,12 +57,13 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from ..errors import FactweaveError
-from ..files import replacing, write_json
+from ..files import locked, replacing, write_json
 from ..knowledge.facts import Fact
 from .decompose import SentenceDecomposer
 from .removal import source_name
@@ -171,10 +178,32 @@ class Workspace:
 
     # --- recovery ------------------------------------------------------------------------------
 
+    #: How long a change waits for another process's change to these uploads to end.
+    lock_wait_s: float = 60.0
+
+    @contextmanager
+    def _changing(self, what: str) -> Iterator[None]:
+        """This workspace's turn to change (``uploads/change.lock``, across processes); one line
+        when another change holds it longer than :attr:`lock_wait_s`."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with locked(self.folder / "change.lock", self.lock_wait_s) as had:
+            if not had:
+                raise FactweaveError(f"another process (the UI, `factweave web add` or `web remove`, ...) has been "
+                                     f"changing the uploads of {self.web.folder} for more than {self.lock_wait_s:g} "
+                                     f"s; {what} did not start: try again when it is done")
+            yield
+
     def recover(self) -> None:
         """Complete a removal, then an upload, cut short before (a failure or a kill); log a line
-        when one cannot be completed yet (the next change tries again). For a start: it goes on."""
-        self._recover()
+        when one cannot be completed yet (the next change tries again). For a start: it goes on.
+        A change under way in another process is not cut short: it is left to that process."""
+        if pending_work(self.web.folder):
+            with locked(self.folder / "change.lock", 0) as had:
+                if not had:
+                    log.info("the uploads of %s are being changed by another process; it completes the change",
+                             self.web.folder)
+                else:
+                    self._recover()
         if self.overlay is not None:
             self._extend_index(self.stated_facts())
 
@@ -223,15 +252,16 @@ class Workspace:
         progress(0.0, "reading the files")
         paths = [Path(p) for p in paths]
         batch = batch if batch is not None else self.read(paths)
-        self.finish_earlier("nothing of this upload was added", progress)
-        self._keep_pending(paths)
-        try:
-            report = self._apply(batch, progress)
-        except Exception as exc:
-            names = ", ".join(path.name for path in paths)
-            raise FactweaveError(f"the upload stopped ({brief(exc)}); it is kept and completes with the next "
-                                 f"upload or start, or remove {names} to give it up") from exc
-        self._drop_pending()
+        with self._changing("the upload"):
+            self.finish_earlier("nothing of this upload was added", progress)
+            self._keep_pending(paths)
+            try:
+                report = self._apply(batch, progress)
+            except Exception as exc:
+                names = ", ".join(path.name for path in paths)
+                raise FactweaveError(f"the upload stopped ({brief(exc)}); it is kept and completes with the next "
+                                     f"upload or start, or remove {names} to give it up") from exc
+            self._drop_pending()
         progress(1.0, "done")
         return report
 
@@ -316,7 +346,8 @@ class Workspace:
         names = list(dict.fromkeys(" ".join(str(s).split()) for s in sources if str(s).strip()))
         if not names:
             raise FactweaveError("choose a source to remove")
-        return self._remove_sources(names, progress)
+        with self._changing("the removal"):
+            return self._remove_sources(names, progress)
 
     def _remove_sources(self, names: list[str], progress: Progress) -> dict[str, Any]:
         try:
@@ -406,6 +437,12 @@ def stated_uploads(web_folder: Path) -> list[Fact]:
     the web beside the process that changes it."""
     removing = set(removing_sources(web_folder))
     return [fact for name, fact in _read_uploaded(Path(web_folder) / "uploads") if name not in removing]
+
+
+def pending_work(web_folder: Path) -> bool:
+    """Whether an upload or a removal of the web in ``web_folder`` is under way or was cut short."""
+    folder = Path(web_folder) / "uploads"
+    return (folder / "pending").exists() or upload_removal_journal(web_folder).exists()
 
 
 def upload_removal_journal(web_folder: Path) -> Path:
