@@ -10,17 +10,17 @@ from .decoding.generate import FactGenerator
 from .errors import FactweaveError
 from .index.files import open_index
 from .index.postgres import PostgresFactIndex
-from .index.union import GrowingFactIndex
 from .knowledge.kamel import demo_kamel_root
 from .llm.client import chat_client_from_env
 from .models import DEFAULT_MODEL, LoadedModel, default_cache_dir, load_model
 from .pipeline import FactAgent
+from .pipeline.uploaded import UploadedOverlay
 from .rerank import Reranker
 from .settings import load_settings
 from .web.decompose import LLMDecomposer, SentenceDecomposer
 from .web.demo import build_demo_web, demo_web_ready
 from .web.web import KnowledgeWeb
-from .web.workspace import MAX_UPLOADED_FACTS, Workspace, pending_work, stated_uploads
+from .web.workspace import Workspace, pending_work
 
 if TYPE_CHECKING:
     from .llm.client import ChatClient
@@ -145,14 +145,14 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
         web = open_web(settings, progress=progress) if tree != "kb" else None
         if web is None and pending_work(settings.web_dir()):  # an upload or removal cut short: finished
             open_web(settings, progress=progress, build_demo=False).close()
-        uploads = stated_uploads(settings.web_dir()) if generator.index is not None else []
-        if uploads:  # what the UI or `factweave web add` uploaded into the web: stated here too
-            generator.index = GrowingFactIndex(generator.index, generator.tokenizer, max_facts=MAX_UPLOADED_FACTS)
-            generator.index.grow(uploads)
+        # What the UI, `web add` and `web remove` change in the web's uploads, stated as it is at each answer.
+        uploads = UploadedOverlay(generator, settings.web_dir()) if generator.index is not None else None
         rerank = settings.effective_rerank()
         chat = open_chat(settings, loaded) if tree != "kb" and (rerank or settings.max_rounds) else None
         reranker = Reranker(chat) if rerank and chat is not None else None
-        agent = FactAgent(generator, web, reranker, options=settings.agent_options(), chat=chat)
+        agent = FactAgent(uploads.generator() if uploads else generator, web, reranker,
+                          options=settings.agent_options(), chat=chat,
+                          latest=uploads.generator if uploads else None)
     except BaseException:
         if web is not None:
             web.close()

@@ -1,8 +1,10 @@
 """A knowledge web's uploads changed through one door and seen through every other: a removal cut
-short is out of the web's search, every door finishes what was cut short when it opens the web, and
-a removal is possible while an upload cannot be completed. Real embedded ArcadeDB, real
-embeddings, SmolLM2 where an agent is opened."""
+short is out of the web's search, every door finishes what was cut short when it opens the web, a
+running agent follows uploads and removals made elsewhere, and a removal is possible while an
+upload cannot be completed. Real embedded ArcadeDB, real embeddings, SmolLM2 where an agent answers."""
 from __future__ import annotations
+
+import threading
 
 import pytest
 
@@ -180,3 +182,61 @@ def test_every_door_finishes_what_was_cut_short_when_it_opens(own_web, smollm, c
         assert not (uploads / "pending").exists()
     assert "lanterns.tsv" in sources()
     assert "lanterns.tsv" in (uploads / "facts.jsonl").read_text()
+
+
+@pytest.mark.model
+def test_a_running_agent_stops_stating_what_another_door_removes_and_states_what_it_uploads(
+        own_web, smollm, cache_dir, embedder, tmp_path):
+    """One agent opened as `serve` and MCP open it, kept running; another handle on its web (the
+    UI, `factweave web remove` / `web add`) removes an uploaded file: the next answers, two at once
+    (serve answers several together), no longer state its fact; uploads it again: the next does."""
+    from agent.runtime import open_agent
+
+    folder, settings = own_web
+    question = "Who built Varro Lantern?"
+    fact = verbalize("Varro Lantern", "built by", "Oren Task")
+    lantern = tmp_path / "lanterns.tsv"
+    lantern.write_text("Varro Lantern\tbuilt by\tOren Task\n")
+    with KnowledgeWeb.open(folder, embedder=embedder) as web:
+        Workspace(web).add_files([lantern])
+
+    def stated(agent) -> set[str]:
+        return {f["text"] for f in agent.answer(question).facts}
+
+    with open_agent(settings(cache_dir), loaded=smollm, progress=False) as agent:
+        assert fact in stated(agent)  # (so the checks below can fail)
+        with KnowledgeWeb.open(folder, embedder=embedder) as web:
+            space = Workspace(web)
+            space.remove_sources([lantern.name])
+            replies: list[set[str]] = []
+            threads = [threading.Thread(target=lambda: replies.append(stated(agent))) for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(300)
+            assert len(replies) == 2 and not any(fact in reply for reply in replies), replies
+            space.add_files([lantern])
+            assert fact in stated(agent)
+
+
+@pytest.mark.model
+def test_the_ui_follows_what_another_door_uploads_and_removes(ui_runtime, embedder, tmp_path):
+    """The UI's runtime, kept running, while `factweave web add` / `web remove` (another handle on
+    its web) upload a file and remove it: its next answers state the fact, then no more."""
+    from ui.runtime import AskOptions
+
+    def stated(question: str) -> str:
+        reply = list(ui_runtime.stream(question, AskOptions(tree="kb", beams=1)))[-1]
+        return "\n".join(f["text"] for f in reply["facts"])
+
+    fact = verbalize("Tarrow Lantern", "built by", "Oren Task")
+    lantern = tmp_path / "tarrow.tsv"
+    lantern.write_text("Tarrow Lantern\tbuilt by\tOren Task\n")
+    assert fact not in stated("Who built Tarrow Lantern?")
+    with KnowledgeWeb.open(ui_runtime.web.folder, embedder=embedder) as web:
+        space = Workspace(web)
+        space.add_files([lantern])
+        assert fact in stated("Who built Tarrow Lantern?")
+        space.remove_sources([lantern.name])
+    assert fact not in stated("Who built Tarrow Lantern?")
+    assert lantern.name not in {row["source"] for row in ui_runtime.sources()}

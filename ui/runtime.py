@@ -34,7 +34,7 @@ from agent.pipeline.conversation import check_question as agent_check_question
 from agent.pipeline.conversation import trim_history
 from agent.rerank import Reranker
 from agent.web.uploads import DEFAULT_MAX_BYTES
-from agent.web.workspace import MAX_UPLOADED_FACTS, Workspace
+from agent.web.workspace import MAX_UPLOADED_FACTS, UploadsFollower, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,10 @@ class UIRuntime:
         self.web = web if web is not None else open_web(settings, progress=progress, recover=False)
         self.workspace = Workspace(self.web, overlay=_ModelOverlay(self), decomposer=self._decomposer,
                                    max_upload_bytes=max_upload_bytes)
+        # Uploads and removals made through another door (`web add`, `web remove`, ...) reach the
+        # overlay before the next answer (see :meth:`stream`).
+        self._follower = UploadsFollower(self.web.folder, self.workspace.overlay)
+        self._follow_lock = threading.Lock()
         try:
             self._open_model(settings.model, loaded=loaded)
         except BaseException:
@@ -202,6 +206,7 @@ class UIRuntime:
         session's earlier turns, oldest first (bounded here, see
         :mod:`agent.pipeline.conversation`); setting ``stop`` or closing the iterator stops
         generation."""
+        self._follow_other_doors()
         with self._lock:
             key, agent = _base_key(self.generator), self.agent(options)
             self._answering[key] = self._answering.get(key, 0) + 1
@@ -213,6 +218,18 @@ class UIRuntime:
             with self._lock:
                 self._answering[key] -= 1
                 self._answers_done.notify_all()
+
+    def _follow_other_doors(self) -> None:
+        """Bring the overlay in step with uploads changed through another door (two ``stat``
+        calls when none changed). Not while a change runs here (it brings the overlay in step
+        itself, and a model switch replaces it): the next answer follows then. Answers that
+        start meanwhile wait for the one bringing it in step."""
+        with self._follow_lock:
+            if self._write_lock.acquire(blocking=False):
+                try:
+                    self._follower.follow()
+                finally:
+                    self._write_lock.release()
 
     # --- knowledge -----------------------------------------------------------------------------
 
@@ -323,6 +340,9 @@ class _ModelOverlay:
 
     def replace(self, facts: list[Fact]) -> int:
         return self.runtime._rebuild_index(facts)
+
+    def held(self) -> frozenset[str]:
+        return self.runtime.generator.index.added_texts
 
 
 def _base_key(generator: Any) -> int:

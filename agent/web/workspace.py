@@ -39,6 +39,11 @@ A workspace's changes take turns across processes and handles (``uploads/change.
 (found pending then, it is not cut short). Within a process its owner runs one change at a time
 (the UI's write lock); the web's own writes take turns too (``<web>/write.lock``).
 
+An agent opened on the web follows changes made through any door: :class:`UploadsFollower`
+compares a stamp of facts.jsonl and removing.json (two ``stat`` calls, :func:`uploads_stamp`)
+before each answer and brings its overlay in step when they changed: grown for an upload,
+replaced for a removal (see :mod:`agent.pipeline.uploaded` for what answers under way keep).
+
 A file uploaded again is its new version: its old facts give way to the new ones.
 
 Example::
@@ -56,6 +61,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -63,7 +69,7 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from ..errors import FactweaveError
-from ..files import locked, replacing, write_json
+from ..files import file_stamp, locked, replacing, write_json
 from ..knowledge.facts import Fact
 from .decompose import SentenceDecomposer
 from .removal import source_name
@@ -97,6 +103,10 @@ class Overlay(Protocol):
 
     def replace(self, facts: list[Fact]) -> int:
         """Hold exactly ``facts`` (the uploaded facts left after a removal); how many it holds."""
+        ...
+
+    def held(self) -> frozenset[str]:
+        """The texts of the uploaded facts it holds (:attr:`GrowingFactIndex.added_texts`)."""
         ...
 
 
@@ -439,6 +449,12 @@ def stated_uploads(web_folder: Path) -> list[Fact]:
     return [fact for name, fact in _read_uploaded(Path(web_folder) / "uploads") if name not in removing]
 
 
+def uploads_stamp(web_folder: Path) -> tuple[Any, ...]:
+    """A cheap stamp of what :func:`stated_uploads` reads (facts.jsonl and removing.json): it
+    changes with every upload and removal, through any door (:func:`agent.files.file_stamp`)."""
+    return file_stamp(Path(web_folder) / "uploads" / "facts.jsonl"), file_stamp(upload_removal_journal(web_folder))
+
+
 def pending_work(web_folder: Path) -> bool:
     """Whether an upload or a removal of the web in ``web_folder`` is under way or was cut short."""
     folder = Path(web_folder) / "uploads"
@@ -458,6 +474,35 @@ def removing_sources(web_folder: Path) -> list[str]:
         return [str(name) for name in json.loads(path.read_text(encoding="utf-8"))["sources"]]
     except (OSError, ValueError, KeyError, TypeError):  # none, or unreadable: the next removal says so
         return []
+
+
+class UploadsFollower:
+    """Keeps an :class:`Overlay` in step with the uploads of the web in ``web_folder`` as any door
+    changes them (this process or another: the UI, ``web add``, ``web remove``). Thread-safe:
+    answers call :meth:`follow` at once; one brings the overlay in step, the others wait for it."""
+
+    def __init__(self, web_folder: Path, overlay: Overlay) -> None:
+        self.web_folder = Path(web_folder)
+        self.overlay = overlay
+        self._seen: tuple[Any, ...] | None = None  # the stamp the overlay was brought in step with
+        self._lock = threading.Lock()
+
+    def follow(self) -> None:
+        """Bring the overlay in step when the uploads changed since the last call (two ``stat``
+        calls when not): grown by the facts uploaded since, replaced when some were removed."""
+        if uploads_stamp(self.web_folder) == self._seen:
+            return
+        with self._lock:
+            stamp = uploads_stamp(self.web_folder)  # before reading: a change meanwhile is followed next time
+            if stamp == self._seen:
+                return
+            stated = stated_uploads(self.web_folder)
+            held = self.overlay.held()
+            if held <= {fact.text for fact in stated}:
+                self.overlay.grow([fact for fact in stated if fact.text not in held])
+            else:
+                self.overlay.replace(stated)
+            self._seen = stamp
 
 
 def _read_uploaded(folder: Path) -> list[tuple[str, Fact]]:
