@@ -6,12 +6,20 @@ target: a reader sees the old file or the new one, never half of one, and a cras
 leaves at most a temporary file (named ``.<target>.<pid>.<random>.tmp`` unless a ``prefix`` is
 given, so a sweeper can tell a dead writer's leftovers from a live one's). An error in the block
 removes the temporary file and leaves the target as it was.
+
+:func:`file_stamp` tells a reader cheaply whether such a file changed (another process wrote it).
+
+:func:`locked` is the one home of a lock file: an exclusive ``flock`` that writers in other
+processes (and on other handles of this one) wait for; the kernel drops it with its process, so
+it never goes stale.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,3 +76,33 @@ def fsync_folder(path: str | Path) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+@contextmanager
+def locked(path: str | Path, wait_s: float) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``path`` (created) for the block, across processes and across
+    handles of one process; waits up to ``wait_s`` seconds for its holder (0: not at all). Yields
+    whether it was had: the block runs either way, and says what it does without it."""
+    with open(path, "a+", encoding="utf-8") as handle:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.1)
+        yield True  # (closing the handle lets go)
+
+
+def file_stamp(path: str | Path) -> tuple[int, int, int] | None:
+    """A cheap stamp of ``path``'s version: its inode, modification time (ns) and size, or None
+    when it does not exist. A file replaced by :func:`replacing` gets a new inode, so a rewrite
+    within the clock's resolution, of the same size, still changes it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size

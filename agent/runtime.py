@@ -10,22 +10,24 @@ from .decoding.generate import FactGenerator
 from .errors import FactweaveError
 from .index.files import open_index
 from .index.postgres import PostgresFactIndex
-from .index.union import GrowingFactIndex
 from .knowledge.kamel import demo_kamel_root
 from .llm.client import chat_client_from_env
 from .models import DEFAULT_MODEL, LoadedModel, default_cache_dir, load_model
 from .pipeline import FactAgent
+from .pipeline.uploaded import UploadedOverlay
 from .rerank import Reranker
 from .settings import load_settings
+from .web.decompose import LLMDecomposer, SentenceDecomposer
 from .web.demo import build_demo_web, demo_web_ready
 from .web.web import KnowledgeWeb
-from .web.workspace import MAX_UPLOADED_FACTS, stated_uploads
+from .web.workspace import Workspace, pending_work
 
 if TYPE_CHECKING:
     from .llm.client import ChatClient
     from .settings import Settings
 
-__all__ = ["DEFAULT_MODEL", "load_settings_model", "open_agent", "open_chat", "open_generator", "open_web"]
+__all__ = ["DEFAULT_MODEL", "load_settings_model", "open_agent", "open_chat", "open_generator", "open_web",
+           "upload_decomposer"]
 
 
 def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, index: str | Path | None = None,
@@ -61,9 +63,11 @@ def load_settings_model(settings: Settings) -> LoadedModel:
 
 
 def open_web(settings: Settings, *, progress: bool = True, create: bool = False,
-             build_demo: bool = True) -> KnowledgeWeb:
+             build_demo: bool = True, recover: bool = True) -> KnowledgeWeb:
     """The knowledge web ``settings`` name. The demo web (no ``web`` set) is built on first use
-    (unless not ``build_demo``); another folder must hold a web already, unless ``create``."""
+    (unless not ``build_demo``); another folder must hold a web already, unless ``create``.
+    ``recover``: finish an upload or a removal cut short (:meth:`Workspace.recover`; every door
+    opens the web here; the UI recovers with its own overlay)."""
     folder = settings.web_dir()
     if not create:
         _check_web_exists(settings)
@@ -82,7 +86,18 @@ def open_web(settings: Settings, *, progress: bool = True, create: bool = False,
         except BaseException:
             web.close()
             raise
+    if recover:
+        Workspace(web, decomposer=lambda: upload_decomposer(settings)).recover()
     return web
+
+
+def upload_decomposer(settings: Settings, chat: ChatClient | None = None) -> LLMDecomposer | SentenceDecomposer:
+    """What makes an upload's documents into facts: the chat model at the OpenAI-compatible
+    endpoint the settings give (``chat``: that client, already open), else sentences (the local
+    model on a CPU is slow)."""
+    if settings.openai_base_url or settings.openai_api_key:
+        return LLMDecomposer(chat if chat is not None else open_chat(settings))
+    return SentenceDecomposer()
 
 
 def _check_web_exists(settings: Settings) -> None:
@@ -127,15 +142,17 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
                                pg_index=settings.pg_index)
     web = None
     try:
-        uploads = stated_uploads(settings.web_dir()) if generator.index is not None else []
-        if uploads:  # what the UI or `factweave web add` uploaded into the web: stated here too
-            generator.index = GrowingFactIndex(generator.index, generator.tokenizer, max_facts=MAX_UPLOADED_FACTS)
-            generator.index.grow(uploads)
         web = open_web(settings, progress=progress) if tree != "kb" else None
+        if web is None and pending_work(settings.web_dir()):  # an upload or removal cut short: finished
+            open_web(settings, progress=progress, build_demo=False).close()
+        # What the UI, `web add` and `web remove` change in the web's uploads, stated as it is at each answer.
+        uploads = UploadedOverlay(generator, settings.web_dir()) if generator.index is not None else None
         rerank = settings.effective_rerank()
         chat = open_chat(settings, loaded) if tree != "kb" and (rerank or settings.max_rounds) else None
         reranker = Reranker(chat) if rerank and chat is not None else None
-        agent = FactAgent(generator, web, reranker, options=settings.agent_options(), chat=chat)
+        agent = FactAgent(uploads.generator() if uploads else generator, web, reranker,
+                          options=settings.agent_options(), chat=chat,
+                          latest=uploads.generator if uploads else None)
     except BaseException:
         if web is not None:
             web.close()

@@ -201,6 +201,10 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         said = (f'Removed {gr_escape(source or "")}: {report.get("documents", 0)} document(s), '
                 f'{report.get("facts", 0)} fact(s) from the web, {report["uploaded_removed"]} from the uploaded '
                 "facts of the fact index.")
+        if report.get("pending_dropped"):
+            said += f' Dropped from the upload cut short: {gr_escape(", ".join(report["pending_dropped"]))}.'
+        if report.get("pending"):  # an earlier upload still cannot be completed: say which, and how to clear it
+            said += f' {gr_escape(report["pending"])}.'
         return f'<p class="fw-ok">{said}</p>', *knowledge()
 
     def search(query: str, k: int) -> str:

@@ -33,9 +33,8 @@ from agent.models import PRESETS, preset_installed
 from agent.pipeline.conversation import check_question as agent_check_question
 from agent.pipeline.conversation import trim_history
 from agent.rerank import Reranker
-from agent.web.decompose import LLMDecomposer, SentenceDecomposer
 from agent.web.uploads import DEFAULT_MAX_BYTES
-from agent.web.workspace import MAX_UPLOADED_FACTS, Workspace
+from agent.web.workspace import MAX_UPLOADED_FACTS, UploadsFollower, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +102,14 @@ class UIRuntime:
         self._view: tuple[float, int, dict[str, Any], list[dict[str, Any]]] | None = None
         self._changes = 0
         self._owns_web = web is None
-        self.web = web if web is not None else open_web(settings, progress=progress)
+        # (recovered below, by the workspace with this runtime's overlay and upload limit)
+        self.web = web if web is not None else open_web(settings, progress=progress, recover=False)
         self.workspace = Workspace(self.web, overlay=_ModelOverlay(self), decomposer=self._decomposer,
                                    max_upload_bytes=max_upload_bytes)
+        # Uploads and removals made through another door (`web add`, `web remove`, ...) reach the
+        # overlay before the next answer (see :meth:`stream`).
+        self._follower = UploadsFollower(self.web.folder, self.workspace.overlay)
+        self._follow_lock = threading.Lock()
         try:
             self._open_model(settings.model, loaded=loaded)
         except BaseException:
@@ -151,10 +155,10 @@ class UIRuntime:
         return self.workspace.uploaded_facts()
 
     def _decomposer(self) -> Any:
-        """An upload's documents become facts by the chat model at an OpenAI-compatible endpoint
-        when one is configured, else by sentences (the local model on a CPU is slow)."""
-        remote = self.settings.openai_base_url or self.settings.openai_api_key
-        return LLMDecomposer(self.chat) if remote else SentenceDecomposer()
+        """An upload's documents become facts as every door makes them (:func:`agent.runtime.upload_decomposer`)."""
+        from agent.runtime import upload_decomposer  # lazy: agent.runtime pulls torch
+
+        return upload_decomposer(self.settings, self.chat)
 
     def _rebuild_index(self, facts: list[Fact]) -> int:
         """Replace the overlay by one over ``facts`` (the uploaded facts left after a removal); how
@@ -202,6 +206,7 @@ class UIRuntime:
         session's earlier turns, oldest first (bounded here, see
         :mod:`agent.pipeline.conversation`); setting ``stop`` or closing the iterator stops
         generation."""
+        self._follow_other_doors()
         with self._lock:
             key, agent = _base_key(self.generator), self.agent(options)
             self._answering[key] = self._answering.get(key, 0) + 1
@@ -213,6 +218,18 @@ class UIRuntime:
             with self._lock:
                 self._answering[key] -= 1
                 self._answers_done.notify_all()
+
+    def _follow_other_doors(self) -> None:
+        """Bring the overlay in step with uploads changed through another door (two ``stat``
+        calls when none changed). Not while a change runs here (it brings the overlay in step
+        itself, and a model switch replaces it): the next answer follows then. Answers that
+        start meanwhile wait for the one bringing it in step."""
+        with self._follow_lock:
+            if self._write_lock.acquire(blocking=False):
+                try:
+                    self._follower.follow()
+                finally:
+                    self._write_lock.release()
 
     # --- knowledge -----------------------------------------------------------------------------
 
@@ -323,6 +340,9 @@ class _ModelOverlay:
 
     def replace(self, facts: list[Fact]) -> int:
         return self.runtime._rebuild_index(facts)
+
+    def held(self) -> frozenset[str]:
+        return self.runtime.generator.index.added_texts
 
 
 def _base_key(generator: Any) -> int:

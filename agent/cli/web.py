@@ -49,13 +49,14 @@ def web_settings(web_dir: Path | None, **options):
     return load_settings(web=web_dir, **options)
 
 
-def _open_web(web_dir: Path | None, *, create: bool = False, **options):
+def _open_web(web_dir: Path | None, *, create: bool = False, recover: bool = True, **options):
     """The web for a command; ``options`` are the :func:`_web_options` values, by name. The demo
-    web is built first when it is the one asked for and not built yet."""
+    web is built first when it is the one asked for and not built yet; an upload or a removal cut
+    short is finished (``recover``; see :func:`agent.runtime.open_web`)."""
     # lazy: agent.runtime pulls torch (CLI start stays fast)
     from ..runtime import open_web
 
-    return open_web(web_settings(web_dir, **options), create=create, build_demo=not create)
+    return open_web(web_settings(web_dir, **options), create=create, build_demo=not create, recover=recover)
 
 
 def _llm_options(f):
@@ -244,7 +245,8 @@ def web_add(files, decomposer, web_dir, llm_model, base_url, as_json, **web_opti
     def make_decomposer():
         return LLMDecomposer(_chat_client(llm_model, base_url)) if decomposer == "llm" else SentenceDecomposer()
 
-    with _open_web(web_dir, create=True, **web_options) as web:
+    # (an upload cut short is finished by this one first, with the decomposer chosen here)
+    with _open_web(web_dir, create=True, recover=False, **web_options) as web:
         report = Workspace(web, decomposer=make_decomposer).add_files(list(files))
         report["stats"] = web.stats()
     if as_json:
@@ -270,8 +272,12 @@ def web_remove(sources, web_dir, as_json, **web_options) -> None:
     folder = web_dir or default_web_dir()
     if not (folder / "web.json").exists():
         raise FactweaveError(f"no knowledge web in {folder}; build one with `factweave web build`")
+    from ..runtime import upload_decomposer  # lazy: agent.runtime pulls torch
+
+    settings = web_settings(web_dir, **web_options)
     with _open_web(web_dir, **web_options) as web:
-        report = Workspace(web).remove_sources(list(sources))
+        # (a pending upload is applied first, as every door applies it)
+        report = Workspace(web, decomposer=lambda: upload_decomposer(settings)).remove_sources(list(sources))
         report["stats"] = web.stats()
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -279,7 +285,11 @@ def web_remove(sources, web_dir, as_json, **web_options) -> None:
         click.echo(f"removed {report.get('documents', 0)} document(s), {report.get('chunks', 0)} chunk(s), "
                    f"{report.get('facts', 0)} fact(s) and {report.get('keywords', 0)} keyword(s) of "
                    f"{', '.join(report['sources'])}" + (" (an earlier removal was finished first)"
-                                                        if report.get("resumed") else ""))
+                                                        if report.get("resumed") else "")
+                   + (f"; dropped from the pending upload: {', '.join(report['pending_dropped'])}"
+                      if report.get("pending_dropped") else ""))
+        if report.get("pending"):
+            click.echo(report["pending"], err=True)
 
 
 @web_group.command("stats")

@@ -139,6 +139,12 @@ class GrowingFactIndex:
         state = self._state
         return state.total - len(self.base)
 
+    @property
+    def added_texts(self) -> frozenset[str]:
+        """The texts of the facts :meth:`grow` added (beyond the base)."""
+        with self._grow_lock:
+            return frozenset(self._added_texts)
+
     def grow(self, facts: Iterable[Fact]) -> list[int]:
         """Add ``facts`` as one new segment; the global ids of the facts actually added, in order.
 

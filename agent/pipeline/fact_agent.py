@@ -144,12 +144,16 @@ class FactAgent:
     fact holding an answer says what the question asks (:mod:`.asked`; off: the chain and the
     answer's words alone, as before). ``relations``: the knowledge base's relations with their
     descriptions for that check (default: the relations of the generator's index, described by
-    the bundled Wikidata property labels where they match).
+    the bundled Wikidata property labels where they match). ``latest``: gives the generator an
+    answer starting now runs on, when the knowledge changes while the agent runs (the web's
+    uploads, :class:`~agent.pipeline.uploaded.UploadedOverlay`); an answer keeps the generator it
+    started with.
     """
 
     def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None,
                  reranker: Reranker | None = None, *, options: AgentOptions | None = None,
-                 chat: ChatClient | None = None, relations: RelationLabels | None = None, **changes: Any) -> None:
+                 chat: ChatClient | None = None, relations: RelationLabels | None = None,
+                 latest: Callable[[], FactGenerator] | None = None, **changes: Any) -> None:
         options = replace(options or AgentOptions(), **changes)  # a field that does not exist: TypeError
         if options.tree != "kb" and web is None:
             raise ValueError(f"tree={options.tree!r} builds a tree from retrieved facts: give a knowledge web")
@@ -163,6 +167,22 @@ class FactAgent:
         self._parts: dict[str, Any] = {}
         self.graph = self._build_graph()
         self._closers: list[Callable[[], None]] = []
+        self._latest = latest
+        self._on_latest: FactAgent | None = None  # this agent on the latest generator, when it is another
+
+    def _now(self) -> FactAgent:
+        """The agent an answer starting now runs on: this one, or one like it on the generator
+        ``latest`` gives when that is another (built once per change; its parts, the listed-facts
+        prompt and the checks, are built for it)."""
+        generator = self._latest() if self._latest is not None else self.generator
+        if generator is self.generator:
+            return self
+        with self._parts_lock:
+            agent = self._on_latest
+            if agent is None or agent.generator is not generator:
+                agent = self._on_latest = FactAgent(generator, self.web, self.reranker, options=self.options,
+                                                    chat=self.chat, relations=self._relations)
+            return agent
 
     def on_close(self, closer: Callable[[], None]) -> None:
         """Run ``closer`` when the agent is closed (e.g. stop the web it was opened with)."""
@@ -253,8 +273,9 @@ class FactAgent:
         ``beams`` is recorded: the agent writes greedily (its repairs continue one session);
         beam search serves bare constrained generation."""
         started = time.perf_counter()
-        state = self.graph.invoke(self._input(question, history, beams, stop))
-        return self._result(state, time.perf_counter() - started)
+        agent = self._now()
+        state = agent.graph.invoke(agent._input(question, history, beams, stop))
+        return agent._result(state, time.perf_counter() - started)
 
     def stream(self, question: str, *, history: Sequence[Mapping[str, Any]] | None = None,
                beams: int | None = None, stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
@@ -271,16 +292,17 @@ class FactAgent:
         started = time.perf_counter()
         stop = stop or threading.Event()
         state: dict[str, Any] = {}
+        agent = self._now()
         try:
-            for mode, chunk in self.graph.stream(self._input(question, history, beams, stop),
-                                                 stream_mode=["custom", "values"]):
+            for mode, chunk in agent.graph.stream(agent._input(question, history, beams, stop),
+                                                  stream_mode=["custom", "values"]):
                 if mode == "custom":
                     yield chunk
                 else:
                     state = chunk
         finally:
             stop.set()
-        yield {"event": "answer", **self._result(state, time.perf_counter() - started).as_dict()}
+        yield {"event": "answer", **agent._result(state, time.perf_counter() - started).as_dict()}
 
     def _input(self, question: str, history: Sequence[Mapping[str, Any]] | None, beams: int | None,
                stop: threading.Event | None) -> _State:

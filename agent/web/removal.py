@@ -26,6 +26,10 @@ what the web holds from that source and the new version lacks, through the same 
 in between leaves both versions; adding the file again finishes the replacement.
 
 Listing (:func:`source_counts`): one row per source as a removal names it (:func:`source_name`).
+
+Searching while a removal is under way or was cut short (:class:`Withdrawn`): the facts its
+journal names, and the sources an upload's removal names before it plans (``uploads/removing.json``),
+are left out of every search from the moment they are named.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ import json
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FactweaveError
@@ -187,3 +191,32 @@ def _finish(web: KnowledgeWeb, journal: Any) -> RemoveReport:
     journal.unlink()
     return report
 
+
+
+@dataclass(frozen=True)
+class Withdrawn:
+    """What removals under way, or cut short, take out of a web before it is deleted: the facts
+    the web's journal names (by id), and the sources a removal names before it has planned its
+    ids (an upload's removal, :mod:`agent.web.workspace`). A search leaves them out: a removal
+    cut short offers none of its facts, whichever process finishes it, and whenever."""
+
+    facts: frozenset[str] = frozenset()
+    sources: frozenset[str] = frozenset()
+
+    def covers(self, fact_id: str, source: str | None) -> bool:
+        """Whether the fact ``fact_id`` stored from ``source`` is being removed."""
+        return fact_id in self.facts or _covers(set(self.sources), source)
+
+
+def withdrawn(web_folder: Path, sources: Sequence[str] = ()) -> Withdrawn:
+    """What is being removed from the web in ``web_folder``: the facts its journal names, and
+    ``sources`` (named as a removal names them). An unreadable journal names nothing here (the
+    next removal says so, in one line)."""
+    facts: list[str] = []
+    journal = Path(web_folder) / JOURNAL
+    if journal.is_file():
+        try:
+            facts = list(json.loads(journal.read_text(encoding="utf-8")).get("facts", []))
+        except (OSError, ValueError, AttributeError, TypeError):
+            facts = []
+    return Withdrawn(frozenset(facts), frozenset(_names(sources)))

@@ -35,17 +35,19 @@ from tqdm import tqdm
 
 from ..embeddings import Embedder, model_name
 from ..errors import FactweaveError
-from ..files import write_json
+from ..files import file_stamp, locked, write_json
 from ..knowledge.facts import Fact
 from .arcade import open_graph
 from .decompose import Decomposer, DecompositionCache, decompose_many
 from .documents import Chunk, Document, chunk_document, stable_id
 from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
 from .graph_search import GraphSearchSettings, graph_hits
-from .removal import finish_removal, prune_sources, remove_sources, source_counts, source_name
+from .removal import (JOURNAL, Withdrawn, finish_removal, prune_sources, remove_sources, source_counts, source_name,
+                      withdrawn)
 from .retrieval import FactHit, SearchResult, merge_hits, provenance_of, rank, source_line
 from .subqueries import write_subqueries
 from .vector_stores import open_vector_index
+from .workspace import removing_sources, upload_removal_journal
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
@@ -122,6 +124,7 @@ class KnowledgeWeb:
         self._server = server
         self.cache = DecompositionCache(folder / "decompositions.jsonl")
         self._staged = _Staged()
+        self._withdrawn_seen: tuple[Any, Withdrawn] | None = None  # (the journals' stamps, what they withdraw)
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -236,21 +239,12 @@ class KnowledgeWeb:
         """The web's write lock (``<folder>/write.lock``, across processes): writers take turns,
         each starting from the vectors the previous one flushed; one that cannot have it within
         :attr:`lock_wait_s` raises :class:`FactweaveError`. Readers never wait."""
-        import fcntl
-
-        with open(self.folder / "write.lock", "a+", encoding="utf-8") as handle:
-            deadline = time.monotonic() + self.lock_wait_s
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise FactweaveError(
-                            f"the knowledge web in {self.folder} is being written by another writer (a `factweave "
-                            f"web build`, the UI, ...) for more than {self.lock_wait_s:g} s; try again when it is "
-                            "done") from None
-                    time.sleep(0.1)
+        with locked(self.folder / "write.lock", self.lock_wait_s) as had:
+            if not had:
+                raise FactweaveError(
+                    f"the knowledge web in {self.folder} is being written by another writer (a `factweave "
+                    f"web build`, the UI, ...) for more than {self.lock_wait_s:g} s; try again when it is "
+                    "done")
             for vectors in self._vector_indexes():
                 vectors.refresh()
             self._staged = _Staged()
@@ -490,6 +484,9 @@ class KnowledgeWeb:
         paper adds the degree with weight 1; then a whole keyword match outweighs any
         difference in meaning and generic keywords ("published", "city") pull in unrelated
         facts: 0.1 keeps the degree as a strong tie-breaker and found more supporting passages.
+
+        A removal under way or cut short (by any process) withdraws its facts from the results at
+        once, before they are deleted (:class:`.removal.Withdrawn`).
         """
         if not question.strip():
             raise FactweaveError("the question is empty")
@@ -503,8 +500,21 @@ class KnowledgeWeb:
             hits = graph_hits(self, vectors[0], seeds, names, graph or GraphSearchSettings(), question)
         else:
             hits = self._keyword_hits(vectors[0], seeds, names, degree_weight, question, candidates)
+        gone = self._withdrawn()
+        if gone.facts or gone.sources:  # a removal under way or cut short: none of its facts is offered
+            hits = [hit for hit in hits if not gone.covers(hit.id, hit.provenance.get("source"))]
         top = rank(hits, k)
         return SearchResult(question, top, keywords, uncovered=uncovered_keywords(matches, top), method=method)
+
+    def _withdrawn(self) -> Withdrawn:
+        """What removals under way or cut short take out of searches (:class:`.removal.Withdrawn`):
+        the web's journal and the uploads' (:mod:`.workspace`), by any process; read again only
+        when one of them changed (two ``stat`` calls a search otherwise)."""
+        stamp = (file_stamp(self.folder / JOURNAL), file_stamp(upload_removal_journal(self.folder)))
+        seen = self._withdrawn_seen
+        if seen is None or seen[0] != stamp:  # (stamped before reading: a change meanwhile is read next time)
+            seen = self._withdrawn_seen = (stamp, withdrawn(self.folder, removing_sources(self.folder)))
+        return seen[1]
 
     def _matched_keywords(self, keywords: Sequence[str], kw_vecs: np.ndarray, keyword_k: int,
                           min_similarity: float) -> tuple[dict[str, float], dict[str, str], dict[str, set[str]]]:

@@ -19,11 +19,32 @@ Crash-safe by completion, each change journalled before its first write:
 - a **removal** names its sources in ``uploads/removing.json`` before anything is deleted; then
   facts.jsonl and the overlay (they stop being stated at once), the web (resumable through its own
   journal); the file goes last. Each step is idempotent, so the next start or change does it again.
+  Until it is done its sources are out of every answer: not stated (:func:`stated_uploads`) and
+  not found by the web's search (:class:`agent.web.removal.Withdrawn`).
+
+Every door finishes what was cut short when it opens the web (:func:`agent.runtime.open_web`,
+:meth:`recover`): the UI, ``ask``, ``serve``, MCP and the ``web`` commands alike.
+
+A removal is always possible. An upload that reads fine but cannot be applied (the document
+decomposer's endpoint is down) stays pending and is tried again by each change and start; while
+it fails, a later upload stops with one line naming it and how to clear it (fix the cause, or
+remove its files), and a removal goes on without it. Removing a pending upload's files drops
+them from it (nothing of them is applied later); the rest of it stays pending. Quarantining it
+at its first failure would have lost an upload to a passing outage; keeping it blocked would
+have made a dead endpoint block every removal.
+
+A workspace's changes take turns across processes and handles (``uploads/change.lock``: a
+``flock``, dropped with its process): a change waits for another one (at most
+:attr:`Workspace.lock_wait_s`), and recovery at a start leaves a change under way to its process
+(found pending then, it is not cut short). Within a process its owner runs one change at a time
+(the UI's write lock); the web's own writes take turns too (``<web>/write.lock``).
+
+An agent opened on the web follows changes made through any door: :class:`UploadsFollower`
+compares a stamp of facts.jsonl and removing.json (two ``stat`` calls, :func:`uploads_stamp`)
+before each answer and brings its overlay in step when they changed: grown for an upload,
+replaced for a removal (see :mod:`agent.pipeline.uploaded` for what answers under way keep).
 
 A file uploaded again is its new version: its old facts give way to the new ones.
-
-A workspace does not lock: its owner runs one change at a time (the UI's write lock); the web's
-own writes take turns across processes (``<web>/write.lock``).
 
 Example::
 
@@ -40,13 +61,15 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from ..errors import FactweaveError
-from ..files import replacing, write_json
+from ..files import file_stamp, locked, replacing, write_json
 from ..knowledge.facts import Fact
 from .decompose import SentenceDecomposer
 from .removal import source_name
@@ -80,6 +103,10 @@ class Overlay(Protocol):
 
     def replace(self, facts: list[Fact]) -> int:
         """Hold exactly ``facts`` (the uploaded facts left after a removal); how many it holds."""
+        ...
+
+    def held(self) -> frozenset[str]:
+        """The texts of the uploaded facts it holds (:attr:`GrowingFactIndex.added_texts`)."""
         ...
 
 
@@ -120,10 +147,19 @@ class Workspace:
         """The web's sources (documents, triple files) with their counts, and whether they were
         uploaded: ``[{"source", "documents", "facts", "uploaded"}, ...]``."""
         uploaded = {name for name, _ in self.uploaded()}
+        pending = set(self.pending_files())
         rows = self.web.sources()
         held = {row["source"] for row in rows}
-        rows += [{"source": name, "documents": 0, "facts": 0} for name in sorted(uploaded - held)]
-        return [{**row, "uploaded": row["source"] in uploaded} for row in rows]
+        rows += [{"source": name, "documents": 0, "facts": 0} for name in sorted((uploaded | pending) - held)]
+        return [{**row, "uploaded": row["source"] in uploaded | pending, "pending": row["source"] in pending}
+                for row in rows]
+
+    def pending_files(self) -> list[str]:
+        """The files of an upload cut short and not completed yet (see the module docstring)."""
+        try:
+            return [path.name for path in _pending_files(self._pending_dir)] if self._pending_dir.is_dir() else []
+        except (OSError, ValueError):  # unreadable: quarantined by the next change or start
+            return []
 
     def _save_uploaded(self, rows: list[tuple[str, Fact]]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -152,29 +188,64 @@ class Workspace:
 
     # --- recovery ------------------------------------------------------------------------------
 
+    #: How long a change waits for another process's change to these uploads to end.
+    lock_wait_s: float = 60.0
+
+    @contextmanager
+    def _changing(self, what: str) -> Iterator[None]:
+        """This workspace's turn to change (``uploads/change.lock``, across processes); one line
+        when another change holds it longer than :attr:`lock_wait_s`."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with locked(self.folder / "change.lock", self.lock_wait_s) as had:
+            if not had:
+                raise FactweaveError(f"another process (the UI, `factweave web add` or `web remove`, ...) has been "
+                                     f"changing the uploads of {self.web.folder} for more than {self.lock_wait_s:g} "
+                                     f"s; {what} did not start: try again when it is done")
+            yield
+
     def recover(self) -> None:
         """Complete a removal, then an upload, cut short before (a failure or a kill); log a line
-        when one cannot be completed yet (the next change tries again). For a start: it goes on."""
+        when one cannot be completed yet (the next change tries again). For a start: it goes on.
+        A change under way in another process is not cut short: it is left to that process."""
+        if pending_work(self.web.folder):
+            with locked(self.folder / "change.lock", 0) as had:
+                if not had:
+                    log.info("the uploads of %s are being changed by another process; it completes the change",
+                             self.web.folder)
+                else:
+                    self._recover()
+        if self.overlay is not None:
+            self._extend_index(self.stated_facts())
+
+    def _recover(self) -> None:
         try:
             self._finish_removing()
         except Exception as exc:  # noqa: BLE001 - the owner starts anyway; the next change tries again
             log.warning("a removal cut short could not be completed yet (%s); the next change tries again", exc)
-        if self.overlay is not None:
-            self._extend_index(self.stated_facts())
         try:
             self._finish_pending()
         except Exception as exc:  # noqa: BLE001 - the owner starts anyway; the next upload tries again
-            log.warning("an upload cut short could not be completed yet (%s); the next upload tries again", exc)
+            log.warning("%s", self._blocked(exc, "the start goes on without it"))
 
     def finish_earlier(self, outcome: str, progress: Progress = _no_progress) -> None:
-        """Complete an upload or a removal cut short before: changes apply in order. One line
-        ending with ``outcome`` when that fails."""
+        """Complete a removal, then an upload, cut short before: changes apply in order. One line
+        ending with ``outcome`` when that fails (for an upload: which one, and how to clear it)."""
         try:
             self._finish_removing()
+        except Exception as exc:
+            raise FactweaveError(f"an earlier removal that was cut short could not be completed "
+                                 f"({brief(exc)}); {outcome}") from exc
+        try:
             self._finish_pending(progress)
         except Exception as exc:
-            raise FactweaveError(f"an earlier upload or removal that was cut short could not be completed "
-                                 f"({brief(exc)}); {outcome}") from exc
+            raise FactweaveError(self._blocked(exc, outcome)) from exc
+
+    def _blocked(self, exc: BaseException, outcome: str) -> str:
+        """One line: the pending upload cannot be completed (``exc``), ``outcome``, how to clear it."""
+        files = ", ".join(self.pending_files()) or "its files"
+        return (f"an earlier upload ({files}) was cut short and cannot be completed yet ({brief(exc)}); {outcome}. "
+                f"It completes with the next upload or start once the cause is fixed; to give it up, remove "
+                f"{files} (`factweave web remove`, or Remove in the UI)")
 
     # --- adding --------------------------------------------------------------------------------
 
@@ -191,14 +262,16 @@ class Workspace:
         progress(0.0, "reading the files")
         paths = [Path(p) for p in paths]
         batch = batch if batch is not None else self.read(paths)
-        self.finish_earlier("nothing of this upload was added", progress)
-        self._keep_pending(paths)
-        try:
-            report = self._apply(batch, progress)
-        except Exception as exc:
-            raise FactweaveError(f"the upload stopped ({brief(exc)}); it is kept and completes with the next "
-                                 "upload or start") from exc
-        self._drop_pending()
+        with self._changing("the upload"):
+            self.finish_earlier("nothing of this upload was added", progress)
+            self._keep_pending(paths)
+            try:
+                report = self._apply(batch, progress)
+            except Exception as exc:
+                names = ", ".join(path.name for path in paths)
+                raise FactweaveError(f"the upload stopped ({brief(exc)}); it is kept and completes with the next "
+                                     f"upload or start, or remove {names} to give it up") from exc
+            self._drop_pending()
         progress(1.0, "done")
         return report
 
@@ -283,7 +356,21 @@ class Workspace:
         names = list(dict.fromkeys(" ".join(str(s).split()) for s in sources if str(s).strip()))
         if not names:
             raise FactweaveError("choose a source to remove")
-        self.finish_earlier("nothing was removed")
+        with self._changing("the removal"):
+            return self._remove_sources(names, progress)
+
+    def _remove_sources(self, names: list[str], progress: Progress) -> dict[str, Any]:
+        try:
+            self._finish_removing()
+        except Exception as exc:
+            raise FactweaveError(f"an earlier removal that was cut short could not be completed ({brief(exc)}); "
+                                 "nothing was removed") from exc
+        blocked = None
+        try:  # changes apply in order; one that cannot be applied (yet) does not stop a removal
+            self._finish_pending()
+        except Exception as exc:  # noqa: BLE001 - said in the report and the log; kept pending
+            blocked = self._blocked(exc, "the removal went on without it")
+            log.warning("%s", blocked)
         listed = [row["source"] for row in self.sources()]
         # A file given by its path names the file (the web stores sources under the file's name).
         names = list(dict.fromkeys(name if name in listed or PurePath(name).name not in listed
@@ -301,17 +388,21 @@ class Workspace:
             raise FactweaveError(f"the removal stopped ({brief(exc)}); it completes with the next upload or "
                                  "removal, or the next start") from exc
         self._removing_path.unlink()
+        if blocked is not None and self._pending_dir.is_dir():
+            report["pending"] = blocked
         progress(1.0, "removed")
         return report
 
     @property
     def _removing_path(self) -> Path:
-        return self.folder / "removing.json"
+        return upload_removal_journal(self.web.folder)
 
     def _remove(self, names: list[str]) -> dict[str, Any]:
         """Remove ``names`` from every store, idempotently (done again after a kill at any step):
-        the uploaded facts and the overlay first (they stop being stated at once), then the web,
-        whose own removal cut short is finished before what it still holds is asked."""
+        the pending upload's files of those names (never applied now), the uploaded facts and the
+        overlay (they stop being stated at once), then the web, whose own removal cut short is
+        finished before what it still holds is asked."""
+        dropped = self._drop_from_pending(names)
         rows = self.uploaded()
         kept = [(name, fact) for name, fact in rows if name not in names]
         if len(kept) < len(rows):
@@ -321,7 +412,24 @@ class Workspace:
         in_web = [name for name in names if name in held]
         report: dict[str, Any] = self.web.remove(in_web).as_dict() if in_web else {"sources": names}
         report["uploaded_removed"] = len(rows) - len(kept)
+        report["pending_dropped"] = dropped
         return report
+
+    def _drop_from_pending(self, names: list[str]) -> list[str]:
+        """Drop the files named ``names`` from the pending upload (the whole upload when none is
+        left); the names dropped."""
+        folder = self._pending_dir
+        if not folder.is_dir():
+            return []
+        dropped = []
+        for sub in sorted(folder.iterdir()):
+            files = [f.name for f in sub.iterdir()] if sub.is_dir() else []
+            if files and all(name in names for name in files):
+                shutil.rmtree(sub)
+                dropped += files
+        if not any(folder.iterdir()):
+            self._drop_pending()
+        return dropped
 
     def _finish_removing(self) -> dict[str, Any] | None:
         """Do again a removal that was cut short; its report, or None."""
@@ -337,9 +445,64 @@ def stated_uploads(web_folder: Path) -> list[Fact]:
     """The facts uploaded into the web in ``web_folder`` that an agent may state: those of a
     removal cut short are not, even when completing it failed. Read only: for an agent opened on
     the web beside the process that changes it."""
+    removing = set(removing_sources(web_folder))
+    return [fact for name, fact in _read_uploaded(Path(web_folder) / "uploads") if name not in removing]
+
+
+def uploads_stamp(web_folder: Path) -> tuple[Any, ...]:
+    """A cheap stamp of what :func:`stated_uploads` reads (facts.jsonl and removing.json): it
+    changes with every upload and removal, through any door (:func:`agent.files.file_stamp`)."""
+    return file_stamp(Path(web_folder) / "uploads" / "facts.jsonl"), file_stamp(upload_removal_journal(web_folder))
+
+
+def pending_work(web_folder: Path) -> bool:
+    """Whether an upload or a removal of the web in ``web_folder`` is under way or was cut short."""
     folder = Path(web_folder) / "uploads"
-    removing = _read_removing(folder)
-    return [fact for name, fact in _read_uploaded(folder) if name not in removing]
+    return (folder / "pending").exists() or upload_removal_journal(web_folder).exists()
+
+
+def upload_removal_journal(web_folder: Path) -> Path:
+    """Where a removal names its sources before anything is deleted (see the module docstring)."""
+    return Path(web_folder) / "uploads" / "removing.json"
+
+
+def removing_sources(web_folder: Path) -> list[str]:
+    """The sources a removal under way or cut short names (:func:`upload_removal_journal`), or
+    none."""
+    path = upload_removal_journal(web_folder)
+    try:
+        return [str(name) for name in json.loads(path.read_text(encoding="utf-8"))["sources"]]
+    except (OSError, ValueError, KeyError, TypeError):  # none, or unreadable: the next removal says so
+        return []
+
+
+class UploadsFollower:
+    """Keeps an :class:`Overlay` in step with the uploads of the web in ``web_folder`` as any door
+    changes them (this process or another: the UI, ``web add``, ``web remove``). Thread-safe:
+    answers call :meth:`follow` at once; one brings the overlay in step, the others wait for it."""
+
+    def __init__(self, web_folder: Path, overlay: Overlay) -> None:
+        self.web_folder = Path(web_folder)
+        self.overlay = overlay
+        self._seen: tuple[Any, ...] | None = None  # the stamp the overlay was brought in step with
+        self._lock = threading.Lock()
+
+    def follow(self) -> None:
+        """Bring the overlay in step when the uploads changed since the last call (two ``stat``
+        calls when not): grown by the facts uploaded since, replaced when some were removed."""
+        if uploads_stamp(self.web_folder) == self._seen:
+            return
+        with self._lock:
+            stamp = uploads_stamp(self.web_folder)  # before reading: a change meanwhile is followed next time
+            if stamp == self._seen:
+                return
+            stated = stated_uploads(self.web_folder)
+            held = self.overlay.held()
+            if held <= {fact.text for fact in stated}:
+                self.overlay.grow([fact for fact in stated if fact.text not in held])
+            else:
+                self.overlay.replace(stated)
+            self._seen = stamp
 
 
 def _read_uploaded(folder: Path) -> list[tuple[str, Fact]]:
@@ -356,15 +519,6 @@ def _read_uploaded(folder: Path) -> list[tuple[str, Fact]]:
                 fact = Fact(row["subject"], row["predicate"], row["object"], row.get("source", ""))
             rows.append((row.get("upload") or source_name(fact.source), fact))
     return rows
-
-
-def _read_removing(folder: Path) -> set[str]:
-    """The sources a removal cut short names (``removing.json``), or none."""
-    path = folder / "removing.json"
-    try:
-        return set(json.loads(path.read_text(encoding="utf-8"))["sources"]) if path.is_file() else set()
-    except (OSError, ValueError, KeyError, TypeError):
-        return set()
 
 
 def brief(exc: BaseException) -> str:
