@@ -164,6 +164,7 @@ def test_bad_arguments_are_tool_errors_of_one_line(session):
         ("search_facts", {"query": "Zorblax", "k": 0}, "k must be between 1 and 100, not 0"),
         ("search_facts", {"query": "Zorblax", "k": 101}, "k must be between 1 and 100, not 101"),
         ("search_facts", {"query": ""}, "the query is empty"),
+        ("search_facts", {"query": "Zorblax " * 300}, "the query is too long (2,400 characters; 2,000 at most)"),
         ("ask", {"question": "And where?", "conversation": [{"role": "robot", "content": "hi"}]}, "conversation"),
         ("ask", {"question": "And where?", "conversation": "Laurie Graff"}, "ask: argument conversation:"),
         ("ask", {"include_trace": True}, "ask: argument question: Field required"),

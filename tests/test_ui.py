@@ -281,6 +281,20 @@ def test_runtime_streams_with_the_sessions_options(ui_runtime):
 
 
 @pytest.mark.model
+def test_the_fact_search_takes_a_query_as_long_as_a_question_at_most(ui_url):
+    """The second security review's request: the Knowledge tab's search took a query of any length
+    (the box's 2,000 is the browser's alone) and searched it whole. Through the served app's API:
+    a query over the question bound is one line, a short one is searched."""
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    client = Client(ui_url, verbose=False)
+    with pytest.raises(AppError, match=r"the query is too long \(2,399 characters; 2,000 at most\)"):
+        client.predict(("Zorblax " * 300).strip(), 5, api_name="/search")
+    assert "Zorblax" in client.predict("Zorblax Station", 5, api_name="/search")
+
+
+@pytest.mark.model
 def test_a_visitor_can_only_switch_to_an_offered_model(ui_runtime, tmp_path):
     """A folder or Hub id typed into the model box is refused, and the loaded model stays."""
     model = ui_runtime.counts()["model"]

@@ -34,6 +34,7 @@ from gradio.utils import get_upload_folder
 from agent.errors import FactweaveError
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
 from agent.pipeline.conversation import assistant_turn, trim_history
+from agent.web.retrieval import MAX_QUESTION_CHARS
 from agent.web.uploads import ACCEPTED, size_text
 
 from .proof_graph import proof_graph_html
@@ -207,7 +208,10 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         query = " ".join((query or "").split())
         if not query:
             raise gr.Error("type something to search for", print_exception=False)
-        return search_html(runtime.web.search(query, int(k)).hits)
+        try:
+            return search_html(runtime.web.search(query, int(k)).hits)
+        except FactweaveError as exc:  # the web's own bounds (a query over MAX_QUESTION_CHARS)
+            raise gr.Error(str(exc), print_exception=False) from None
 
     def switch_model(name: str, request: gr.Request, progress: gr.Progress = gr.Progress()) -> str:
         if not may_change(request):
@@ -230,7 +234,8 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                                       placeholder="Ask about the knowledge base.")
                     with gr.Row():
                         question = gr.Textbox(placeholder="Ask a question, e.g. Where was Laurie Graff born?",
-                                              show_label=False, scale=5, elem_id="fw-question", max_length=2000,
+                                              show_label=False, scale=5, elem_id="fw-question",
+                                              max_length=MAX_QUESTION_CHARS,
                                               submit_btn=False)
                         ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="fw-ask", min_width=80)
                         stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="fw-stop", min_width=80)
@@ -273,7 +278,8 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                 remove_btn = gr.Button("Remove", variant="stop", scale=1, elem_id="fw-remove")
             remove_result = gr.HTML(elem_id="fw-remove-result")
             with gr.Row():
-                query = gr.Textbox(label="Search the facts", scale=4, elem_id="fw-search-query")
+                query = gr.Textbox(label="Search the facts", scale=4, elem_id="fw-search-query",
+                                   max_length=MAX_QUESTION_CHARS)
                 search_k = gr.Slider(1, 50, value=10, step=1, label="k", scale=1)
                 search_btn = gr.Button("Search", scale=1, elem_id="fw-search")
             found = gr.HTML(elem_id="fw-search-results")

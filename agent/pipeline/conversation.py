@@ -57,14 +57,12 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FactweaveError
 from ..prompts import read_prompt
 from ..web.keywords import extract_keywords, noun_form
+from ..web.retrieval import MAX_QUESTION_CHARS
 from .grounding import DONT_KNOW
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
 
-MAX_QUESTION_CHARS = 2000
-"""Characters a question may have, at every door (UI, serve, MCP, CLI, Python): one bound for
-the work a single request can cause."""
 MAX_TURNS = 6
 """Earlier messages (user or assistant, each one a turn) the agent gets at most."""
 MAX_CHARS = 4000

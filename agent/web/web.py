@@ -43,7 +43,7 @@ from .documents import Chunk, Document, chunk_document, stable_id
 from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
 from .graph_search import GraphSearchSettings, graph_hits
 from .removal import finish_removal, prune_sources, remove_sources, source_counts, source_name
-from .retrieval import FactHit, SearchResult, merge_hits, provenance_of, rank, source_line
+from .retrieval import MAX_QUESTION_CHARS, FactHit, SearchResult, merge_hits, provenance_of, rank, source_line
 from .subqueries import write_subqueries
 from .vector_stores import open_vector_index
 
@@ -493,6 +493,9 @@ class KnowledgeWeb:
         """
         if not question.strip():
             raise FactweaveError("the question is empty")
+        if len(question) > MAX_QUESTION_CHARS:  # every door: the UI's search, MCP, the CLI, LangChain
+            raise FactweaveError(f"the query is too long ({len(question):,} characters; "
+                                 f"{MAX_QUESTION_CHARS:,} at most)")
         method = method or DEFAULT_SEARCH
         if method not in SEARCH_METHODS:
             raise FactweaveError(f"unknown search method {method!r}; choose {' or '.join(SEARCH_METHODS)}")
