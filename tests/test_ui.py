@@ -295,6 +295,32 @@ def test_the_fact_search_takes_a_query_as_long_as_a_question_at_most(ui_url):
 
 
 @pytest.mark.model
+def test_an_upload_named_as_part_of_another_source_is_refused_and_that_source_stays(ui_url, ui_runtime, tmp_path):
+    """The second security review's request: Gradio keeps "#" in an uploaded file's name, and
+    ``lamps.md#x.md`` was stored as a source whose name reads back as ``lamps.md``: it replaced
+    lamps.md's facts and took its provenance. Through the served app's upload: refused in one
+    line, lamps.md's facts and sources as they were."""
+    from gradio_client import Client, handle_file
+
+    victim = tmp_path / "lamps.md"
+    victim.write_text("The Orsk Lamp was made by Teodor Vash.\n")
+    ui_runtime.add_files([victim])
+    try:
+        before = ({row["source"]: row for row in ui_runtime.sources()}["lamps.md"],
+                  sorted((f.text, f.source) for f in ui_runtime.uploaded_facts()))
+        assert any("Teodor Vash" in text for text, _ in before[1])
+        alias = tmp_path / "lamps.md#x.md"
+        alias.write_text("The Orsk Lamp was made by Ida Holm.\n")
+        said = Client(ui_url, verbose=False).predict([handle_file(str(alias))], api_name="/upload")[0]
+        assert "Not added" in said and "lamps.md#x.md" in said and "\n" not in said, said
+        after = ({row["source"]: row for row in ui_runtime.sources()}["lamps.md"],
+                 sorted((f.text, f.source) for f in ui_runtime.uploaded_facts()))
+        assert after == before
+    finally:
+        ui_runtime.remove_sources(["lamps.md"])
+
+
+@pytest.mark.model
 def test_a_visitor_can_only_switch_to_an_offered_model(ui_runtime, tmp_path):
     """A folder or Hub id typed into the model box is refused, and the loaded model stays."""
     model = ui_runtime.counts()["model"]

@@ -42,7 +42,7 @@ from .decompose import Decomposer, DecompositionCache, decompose_many
 from .documents import Chunk, Document, chunk_document, stable_id
 from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
 from .graph_search import GraphSearchSettings, graph_hits
-from .removal import finish_removal, prune_sources, remove_sources, source_counts, source_name
+from .removal import check_file_source, finish_removal, prune_sources, remove_sources, source_counts, source_name
 from .retrieval import MAX_QUESTION_CHARS, FactHit, SearchResult, merge_hits, provenance_of, rank, source_line
 from .subqueries import write_subqueries
 from .vector_stores import open_vector_index
@@ -347,6 +347,7 @@ class KnowledgeWeb:
         ``replace``: ``triples`` are all of ``source`` now (a file, by name); what the web held
         from it and they lack is removed after they are stored (``report.extra["replaced"]``).
         Pass ``replace=False`` to add a source in parts."""
+        check_file_source(source)
         with self.writing():
             given: set[str] = set()
             report = self._add_triples(triples, source, batch, progress, given)
