@@ -321,6 +321,37 @@ def test_an_upload_named_as_part_of_another_source_is_refused_and_that_source_st
 
 
 @pytest.mark.model
+def test_the_agent_alone_checks_the_question_and_bounds_the_history_by_its_settings(smollm, cache_dir, agent_web,
+                                                                                     agent_calls):
+    """The second security review's request: the UI cut a session's history at the default
+    bound before the agent saw it, so raising ``max_history_turns`` did nothing through it, and
+    checked the question on its own. With the bound raised, a long history reaches the agent
+    whole and it reads all of it; a bad question is the agent's refusal, before any event."""
+    from agent.pipeline.conversation import MAX_TURNS
+    from agent.settings import load_settings
+    from agent_fixtures import FOLLOW_UP
+    from ui.runtime import AskOptions, UIRuntime
+
+    settings = load_settings(model="smollm2-135m", cache=cache_dir, max_tokens=24, rerank=False,
+                             max_history_turns=10)
+    older = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"older turn {i}"} for i in range(8)]
+    with UIRuntime(settings, loaded=smollm, web=agent_web, progress=False) as runtime:
+        options = AskOptions(tree="kb")
+        events = runtime.stream(FOLLOW_UP[1], options, history=older)
+        try:
+            first = next(events)  # the rewrite step: what the agent read the follow-up with
+        finally:
+            events.close()
+        assert agent_calls[-1]["history"] == older
+        assert first["step"]["step"] == "rewrite" and first["step"]["history_turns"] == 8 > MAX_TURNS
+        # What a session keeps of its conversation for the next question: the agent's own bound.
+        assert runtime.history(options, [*older, *older]) == [*older, *older][-10:]
+        for bad, said in (("   ", "the question is empty"), ("Where? " * 400, "the question is too long")):
+            with pytest.raises(FactweaveError, match=said):
+                runtime.stream(bad, options)  # refused in the call, before any event
+
+
+@pytest.mark.model
 def test_a_visitor_can_only_switch_to_an_offered_model(ui_runtime, tmp_path):
     """A folder or Hub id typed into the model box is refused, and the loaded model stays."""
     model = ui_runtime.counts()["model"]
