@@ -241,7 +241,17 @@ def previous_turn(history: Sequence[Mapping[str, Any]]) -> PreviousTurn | None:
 
 
 def rewrite_by_rules(question: str, history: Sequence[Mapping[str, Any]]) -> Rewrite:
-    """``question`` made standalone by rules (see the module docstring)."""
+    """``question`` made standalone by rules (see the module docstring); as asked when that
+    would be longer than :data:`MAX_QUESTION_CHARS` (every "he" of "he he he ..." made a name
+    would make a question no door takes, and each step after reads it whole)."""
+    rewrite = _rewrite_by_rules(question, history)
+    if len(rewrite.standalone) > MAX_QUESTION_CHARS:
+        return Rewrite(rewrite.question, rewrite.question,
+                       f"kept as asked: made standalone it would be over {MAX_QUESTION_CHARS:,} characters")
+    return rewrite
+
+
+def _rewrite_by_rules(question: str, history: Sequence[Mapping[str, Any]]) -> Rewrite:
     question = " ".join(question.split())
     prev = previous_turn(history) if history else None
     if prev is None:
@@ -308,7 +318,8 @@ def rewrite_with_chat(chat: ChatClient, question: str, history: Sequence[Mapping
         return Rewrite(question, fallback.standalone, f"{fallback.how} (the chat model failed: {exc})")
     standalone = " ".join(reply.strip().splitlines()[0].split()) if reply.strip() else ""
     standalone = re.sub(r"^(?:standalone question|question)\s*:\s*", "", standalone, flags=re.IGNORECASE)
-    if not standalone or len(standalone) > 3 * len(question) + 200 or standalone.lower().startswith("answer"):
+    if not standalone or len(standalone) > min(3 * len(question) + 200, MAX_QUESTION_CHARS) \
+            or standalone.lower().startswith("answer"):
         fallback = rewrite_by_rules(question, history)
         return Rewrite(question, fallback.standalone, f"{fallback.how} (the chat model's reply was not a question)")
     how = "written by the chat model" if standalone != question else "the chat model kept it as it is"
