@@ -36,6 +36,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from .errors import FactweaveError, first_validation_error
 from .models import DEFAULT_MODEL, default_cache_dir
 from .pipeline.agent_options import AgentOptions
+from .pipeline.conversation import MAX_CHARS, MAX_TURNS
 
 ENV_PREFIX = "FACTWEAVE_"
 _config_file: ContextVar[Path | None] = ContextVar("factweave_config_file", default=None)
@@ -126,6 +127,10 @@ class Settings(BaseSettings):
     checks: bool = Field(True, description="Prove that the fact holding an answer says what the question asks "
                                            "(a triple's relation, a statement judged by the local model) before "
                                            "the answer stands (FACTWEAVE_CHECKS).")
+    max_history_turns: int = Field(MAX_TURNS, ge=0, le=64, description="Earlier turns of a conversation a "
+                                   "follow-up is read with, at every door (FACTWEAVE_MAX_HISTORY_TURNS).")
+    max_history_chars: int = Field(MAX_CHARS, ge=0, le=64_000, description="Characters of those turns at most, "
+                                   "the newest kept (FACTWEAVE_MAX_HISTORY_CHARS).")
 
     @field_validator("engine", mode="before")
     @classmethod
@@ -140,7 +145,8 @@ class Settings(BaseSettings):
         session's tree and k)."""
         options = AgentOptions(tree=self.effective_tree(), k=self.k, max_rounds=self.max_rounds,
                                max_subqueries=self.max_subqueries, rewrite=self.rewrite, max_hops=self.max_hops,
-                               checks=self.checks)
+                               checks=self.checks, max_history_turns=self.max_history_turns,
+                               max_history_chars=self.max_history_chars)
         return replace(options, **changes)
 
     # the server

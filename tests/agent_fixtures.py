@@ -63,11 +63,15 @@ def agent_calls(monkeypatch):
 
     def spy_stream(self, question, **kwargs):
         record("stream", question, kwargs)
-        events = stream(self, question, **kwargs)
-        try:
-            yield from events
-        finally:
-            events.close()
+        events = stream(self, question, **kwargs)  # in the call, as the agent's: it refuses bad input here
+
+        def relay():
+            try:
+                yield from events
+            finally:
+                events.close()
+
+        return relay()
 
     monkeypatch.setattr(FactAgent, "answer", spy_answer)
     monkeypatch.setattr(FactAgent, "stream", spy_stream)

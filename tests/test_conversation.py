@@ -1,5 +1,5 @@
-"""How a conversation reaches the agent: the question and the bounded earlier turns, from every
-message shape an entry point receives (no model needed)."""
+"""How a conversation reaches the agent: the question and the earlier turns, from every message
+shape an entry point receives, and how the agent bounds them (no model needed)."""
 from __future__ import annotations
 
 import pytest
@@ -51,7 +51,7 @@ def test_history_keeps_the_newest_turns_within_the_turn_bound():
     assert trim_history(turns, max_turns=2) == turns[-2:]
     assert trim_history(turns, max_turns=0) == []
     question, history = split_conversation([*turns, {"role": "user", "content": "and then?"}])
-    assert question == "and then?" and history == turns[-MAX_TURNS:]
+    assert question == "and then?" and history == turns  # passed on whole: the agent bounds it
     # Empty turns and system messages take no place.
     noisy = [turns[0], {"role": "system", "content": "x"}, {"role": "assistant", "content": ""}, turns[1]]
     assert trim_history(noisy) == turns[:2]
@@ -69,11 +69,9 @@ def test_history_keeps_the_newest_turns_within_the_character_budget():
     long = [{"role": "assistant", "content": "x" * 5000 + "\nAnswer: guitar"}]
     kept = trim_history(long)
     assert len(kept[0]["content"]) == MAX_CHARS and kept[0]["content"].endswith("Answer: guitar")
-    _, history = split_conversation([*turns, {"role": "user", "content": "and?"}], max_chars=1500)
-    assert history == turns[-1:]
 
 
-def test_the_cli_reads_a_history_file_bounded_and_refuses_a_bad_one(tmp_path):
+def test_the_cli_reads_a_history_file_whole_and_refuses_a_bad_one(tmp_path):
     import json
 
     from click.testing import CliRunner
@@ -83,7 +81,7 @@ def test_the_cli_reads_a_history_file_bounded_and_refuses_a_bad_one(tmp_path):
     turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(8)]
     path = tmp_path / "turns.json"
     path.write_text(json.dumps(turns))
-    assert read_history(path) == turns[-MAX_TURNS:]
+    assert read_history(path) == turns  # the agent bounds it by its own options
     assert "--history" in CliRunner().invoke(cli, ["ask", "--help"]).output
     for bad in ('{"role": "user"}', "[1, 2]", "not json"):
         path.write_text(bad)

@@ -319,3 +319,22 @@ def test_pdf_and_docx_bombs_are_refused_in_one_line_before_they_are_unpacked(tmp
     assert time.perf_counter() - started < 5  # refused from the zip's directory, nothing inflated
     (doc,) = read_documents([make_docx(tmp_path / "fine.docx")])  # an ordinary DOCX is read as before
     assert doc.text
+
+
+def test_the_pdf_reader_required_has_the_known_text_extraction_dos_fixes():
+    """The second security review's request: ``pypdf>=6,<8`` let an install keep a release whose
+    ``extract_text()`` (the path every uploaded PDF takes) a crafted file can keep busy for long or
+    fill memory with; fixes came in 6.7.1, 6.9.1, 6.9.2, 6.10.x, 6.12.0 to 6.16.1. The floor
+    admits none before the last of them, and the pypdf installed here is within it."""
+    import pypdf
+    from packaging.requirements import Requirement
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    (spec,) = [Requirement(line).specifier for line in declared if Requirement(line).name == "pypdf"]
+    assert not any(spec.contains(old) for old in ("6.0.0", "6.7.0", "6.9.1", "6.15.0", "6.16.0")), spec
+    assert spec.contains("6.16.1") and spec.contains(pypdf.__version__), (spec, pypdf.__version__)

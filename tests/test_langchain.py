@@ -214,6 +214,9 @@ def test_agent_runnable_invoke_stream_and_batch(small_agent):
 
 
 def test_agent_runnable_takes_a_conversation_in_every_form(small_agent, agent_calls):
+    from dataclasses import replace
+
+    from agent.pipeline import FactAgent
     from agent.pipeline.conversation import MAX_TURNS
 
     chain = FactAgentRunnable(small_agent)
@@ -238,13 +241,19 @@ def test_agent_runnable_takes_a_conversation_in_every_form(small_agent, agent_ca
         next(events)
         events.close()
         assert agent_calls[-1] == {"method": "stream", "question": FOLLOW_UP[1], "history": history}, value
-    # The history is bounded whatever the form.
+    # The history is passed on whole whatever the form, and the agent reads as much of it as its
+    # own options say: the default bound, or a raised one (the runnable cut it at the default).
     long = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(10)]
-    for value in ({"question": FOLLOW_UP[1], "history": long}, [*long, {"role": "user", "content": FOLLOW_UP[1]}]):
-        events = chain.stream(value)
-        next(events)
-        events.close()
-        assert agent_calls[-1]["history"] == long[-MAX_TURNS:]
+    raised = FactAgentRunnable(FactAgent(small_agent.generator, small_agent.web, small_agent.reranker,
+                                         options=replace(small_agent.options, max_history_turns=8),
+                                         chat=small_agent.chat))
+    for runnable, read in ((chain, MAX_TURNS), (raised, 8)):
+        for value in ({"question": FOLLOW_UP[1], "history": long}, [*long, {"role": "user", "content": FOLLOW_UP[1]}]):
+            events = runnable.stream(value)
+            first = next(events)  # the rewrite step: what the agent read the follow-up with
+            events.close()
+            assert agent_calls[-1]["history"] == long
+            assert first["step"]["step"] == "rewrite" and first["step"]["history_turns"] == read, (read, first)
     with pytest.raises(FactweaveError, match="no user message"):
         chain.invoke([AIMessage(said)])
 

@@ -164,6 +164,7 @@ def test_bad_arguments_are_tool_errors_of_one_line(session):
         ("search_facts", {"query": "Zorblax", "k": 0}, "k must be between 1 and 100, not 0"),
         ("search_facts", {"query": "Zorblax", "k": 101}, "k must be between 1 and 100, not 101"),
         ("search_facts", {"query": ""}, "the query is empty"),
+        ("search_facts", {"query": "Zorblax " * 300}, "the query is too long (2,400 characters; 2,000 at most)"),
         ("ask", {"question": "And where?", "conversation": [{"role": "robot", "content": "hi"}]}, "conversation"),
         ("ask", {"question": "And where?", "conversation": "Laurie Graff"}, "ask: argument conversation:"),
         ("ask", {"include_trace": True}, "ask: argument question: Field required"),
@@ -201,8 +202,10 @@ def test_a_server_without_a_web_says_so(smollm):
     assert "no knowledge web" in message and "\n" not in message
 
 
-def test_ask_passes_its_conversation_to_the_agent_bounded(smollm, agent_calls):
-    """In process (the spy sees the agent's calls): ``conversation`` is the question's history."""
+def test_ask_passes_its_conversation_to_the_agent_which_bounds_it(smollm, agent_calls):
+    """In process (the spy sees the agent's calls): ``conversation`` is the question's history,
+    passed on whole; the agent reads as much of it as its own options say (the tool cut it at the
+    default, so a raised ``max_history_turns`` did nothing through MCP)."""
     import anyio
     from mcp import Client
 
@@ -221,25 +224,34 @@ def test_ask_passes_its_conversation_to_the_agent_bounded(smollm, agent_calls):
     history = [{"role": "user", "content": FOLLOW_UP[0]}, {"role": "assistant", "content": said}]
     older = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"older turn {i}"} for i in range(6)]
 
+    raised = FactAgent(kb_only.generator, None, tree="kb", max_history_turns=10)
+
     async def calls() -> list[Any]:
         async with Client(build_mcp_server(kb_only)) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            return [tools["ask"],
-                    await client.call_tool("ask", {"question": FOLLOW_UP[1], "conversation": history,
-                                                   "include_trace": True}),
-                    await client.call_tool("ask", {"question": FOLLOW_UP[1], "conversation": older + history}),
-                    await client.call_tool("ask", {"question": FOLLOW_UP[0]})]
+            asked = [tools["ask"],
+                     await client.call_tool("ask", {"question": FOLLOW_UP[1], "conversation": history,
+                                                    "include_trace": True}),
+                     await client.call_tool("ask", {"question": FOLLOW_UP[1], "conversation": older + history,
+                                                    "include_trace": True}),
+                     await client.call_tool("ask", {"question": FOLLOW_UP[0]})]
+        async with Client(build_mcp_server(raised)) as client:
+            return [*asked, await client.call_tool("ask", {"question": FOLLOW_UP[1], "conversation": older + history,
+                                                           "include_trace": True})]
 
-    tool, with_history, long, alone = anyio.run(calls)
+    tool, with_history, long, alone, long_raised = anyio.run(calls)
     schema = tool.input_schema["properties"]["conversation"]
     assert "follow-up" in schema["description"] and "question" in tool.input_schema["required"]
-    assert [c["history"] for c in agent_calls] == [history, (older + history)[-MAX_TURNS:], []]
-    assert all(c["question"] == q for c, q in zip(agent_calls, [FOLLOW_UP[1], FOLLOW_UP[1], FOLLOW_UP[0]]))
-    for result in (with_history, long, alone):
+    assert [c["history"] for c in agent_calls] == [history, older + history, [], older + history]
+    assert all(c["question"] == q for c, q in zip(agent_calls, [FOLLOW_UP[1], FOLLOW_UP[1], FOLLOW_UP[0],
+                                                                FOLLOW_UP[1]]))
+    for result in (with_history, long, alone, long_raised):
         assert not result.is_error, result.content
     rewrite = rewrite_step(with_history.structured_content["trace"])
-    if rewrite is not None:  # once the pipeline rewrites follow-ups, its record says what it was given
-        assert rewrite["question"] == FOLLOW_UP[1]
+    assert rewrite is not None and rewrite["question"] == FOLLOW_UP[1] and rewrite["history_turns"] == 2
+    # What the agent read the follow-up with: its own bound, the default or the raised one.
+    assert rewrite_step(long.structured_content["trace"])["history_turns"] == MAX_TURNS
+    assert rewrite_step(long_raised.structured_content["trace"])["history_turns"] == len(older + history) == 8
 
 
 def test_an_agent_that_cannot_open_is_reported_by_the_tools():

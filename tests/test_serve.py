@@ -508,7 +508,7 @@ def test_the_vllm_server_asks_for_the_key_on_every_path_but_health(monkeypatch):
 # --- a conversation through the server -----------------------------------------------------------
 
 
-def test_earlier_turns_of_messages_reach_the_agent_bounded(sdk, agent_calls):
+def test_earlier_turns_of_messages_reach_the_agent_which_bounds_them(sdk, agent_calls):
     from agent.pipeline.conversation import MAX_TURNS
 
     first = sdk.chat.completions.create(model="factweave", messages=ask(FOLLOW_UP[0]))
@@ -521,8 +521,9 @@ def test_earlier_turns_of_messages_reach_the_agent_bounded(sdk, agent_calls):
     second = sdk.chat.completions.create(model="factweave", messages=messages)
     heard = agent_calls[-1]
     assert heard["question"] == FOLLOW_UP[1]
-    # The newest turns, oldest first; the agent's earlier reply as it was, Fact: lines and all.
-    assert heard["history"] == (older + [*ask(FOLLOW_UP[0]), {"role": "assistant", "content": said}])[-MAX_TURNS:]
+    # Every turn, oldest first (the agent bounds them by its own options); the agent's earlier reply
+    # as it was, Fact: lines and all.
+    assert heard["history"] == older + [*ask(FOLLOW_UP[0]), {"role": "assistant", "content": said}]
     assert "Fact:" in said and heard["history"][-1]["content"] == said
     trace = second.model_extra["factweave"]["trace"]
     rewrite = rewrite_step(trace)  # the pipeline made the follow-up standalone from what it was given

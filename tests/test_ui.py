@@ -281,6 +281,77 @@ def test_runtime_streams_with_the_sessions_options(ui_runtime):
 
 
 @pytest.mark.model
+def test_the_fact_search_takes_a_query_as_long_as_a_question_at_most(ui_url):
+    """The second security review's request: the Knowledge tab's search took a query of any length
+    (the box's 2,000 is the browser's alone) and searched it whole. Through the served app's API:
+    a query over the question bound is one line, a short one is searched."""
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    client = Client(ui_url, verbose=False)
+    with pytest.raises(AppError, match=r"the query is too long \(2,399 characters; 2,000 at most\)"):
+        client.predict(("Zorblax " * 300).strip(), 5, api_name="/search")
+    assert "Zorblax" in client.predict("Zorblax Station", 5, api_name="/search")
+
+
+@pytest.mark.model
+def test_an_upload_named_as_part_of_another_source_is_refused_and_that_source_stays(ui_url, ui_runtime, tmp_path):
+    """The second security review's request: Gradio keeps "#" in an uploaded file's name, and
+    ``lamps.md#x.md`` was stored as a source whose name reads back as ``lamps.md``: it replaced
+    lamps.md's facts and took its provenance. Through the served app's upload: refused in one
+    line, lamps.md's facts and sources as they were."""
+    from gradio_client import Client, handle_file
+
+    victim = tmp_path / "lamps.md"
+    victim.write_text("The Orsk Lamp was made by Teodor Vash.\n")
+    ui_runtime.add_files([victim])
+    try:
+        before = ({row["source"]: row for row in ui_runtime.sources()}["lamps.md"],
+                  sorted((f.text, f.source) for f in ui_runtime.uploaded_facts()))
+        assert any("Teodor Vash" in text for text, _ in before[1])
+        alias = tmp_path / "lamps.md#x.md"
+        alias.write_text("The Orsk Lamp was made by Ida Holm.\n")
+        said = Client(ui_url, verbose=False).predict([handle_file(str(alias))], api_name="/upload")[0]
+        assert "Not added" in said and "lamps.md#x.md" in said and "\n" not in said, said
+        after = ({row["source"]: row for row in ui_runtime.sources()}["lamps.md"],
+                 sorted((f.text, f.source) for f in ui_runtime.uploaded_facts()))
+        assert after == before
+    finally:
+        ui_runtime.remove_sources(["lamps.md"])
+
+
+@pytest.mark.model
+def test_the_agent_alone_checks_the_question_and_bounds_the_history_by_its_settings(smollm, cache_dir, agent_web,
+                                                                                     agent_calls):
+    """The second security review's request: the UI cut a session's history at the default
+    bound before the agent saw it, so raising ``max_history_turns`` did nothing through it, and
+    checked the question on its own. With the bound raised, a long history reaches the agent
+    whole and it reads all of it; a bad question is the agent's refusal, before any event."""
+    from agent.pipeline.conversation import MAX_TURNS
+    from agent.settings import load_settings
+    from agent_fixtures import FOLLOW_UP
+    from ui.runtime import AskOptions, UIRuntime
+
+    settings = load_settings(model="smollm2-135m", cache=cache_dir, max_tokens=24, rerank=False,
+                             max_history_turns=10)
+    older = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"older turn {i}"} for i in range(8)]
+    with UIRuntime(settings, loaded=smollm, web=agent_web, progress=False) as runtime:
+        options = AskOptions(tree="kb")
+        events = runtime.stream(FOLLOW_UP[1], options, history=older)
+        try:
+            first = next(events)  # the rewrite step: what the agent read the follow-up with
+        finally:
+            events.close()
+        assert agent_calls[-1]["history"] == older
+        assert first["step"]["step"] == "rewrite" and first["step"]["history_turns"] == 8 > MAX_TURNS
+        # What a session keeps of its conversation for the next question: the agent's own bound.
+        assert runtime.history(options, [*older, *older]) == [*older, *older][-10:]
+        for bad, said in (("   ", "the question is empty"), ("Where? " * 400, "the question is too long")):
+            with pytest.raises(FactweaveError, match=said):
+                runtime.stream(bad, options)  # refused in the call, before any event
+
+
+@pytest.mark.model
 def test_a_visitor_can_only_switch_to_an_offered_model(ui_runtime, tmp_path):
     """A folder or Hub id typed into the model box is refused, and the loaded model stays."""
     model = ui_runtime.counts()["model"]

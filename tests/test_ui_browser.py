@@ -252,7 +252,7 @@ def test_ui_binds_loopback_and_rejects_an_empty_question(browser, ui_url):
     page = browser.new_page()
     page.goto(ui_url)
     page.click("#fw-ask")
-    page.wait_for_selector("text=type a question first", timeout=60_000)
+    page.wait_for_selector("text=the question is empty", timeout=60_000)  # the agent's own check
     page.close()
 
 

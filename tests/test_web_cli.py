@@ -127,6 +127,36 @@ def test_add_and_remove_files_as_the_ui_uploads_them(tmp_path, cache_dir):
     assert not stated_uploads(web)
 
 
+def test_a_file_named_as_part_of_another_source_is_refused_and_that_source_stays(tmp_path, cache_dir):
+    """The second security review's request: ``victim.tsv#x.md`` was stored as a source whose
+    name reads back as ``victim.tsv`` (a "#" marks a corpus's item), so adding it replaced
+    victim.tsv's facts and took its provenance. Refused, by ``web add`` and ``web build`` alike,
+    in one line; victim.tsv's facts stay, from victim.tsv."""
+    from agent.knowledge.facts import verbalize
+    from agent.web.workspace import stated_uploads
+
+    web = tmp_path / "web"
+    victim = tmp_path / "victim.tsv"
+    victim.write_text("Varro Lantern\tbuilt by\tOren Task\n")
+    assert run("web", "add", str(victim), "--web", str(web), cache=cache_dir).returncode == 0
+    before = {(f.text, f.source) for f in stated_uploads(web)}
+    assert before == {(verbalize("Varro Lantern", "built by", "Oren Task"), "victim.tsv:1")}
+    alias = tmp_path / "victim.tsv#x.md"
+    alias.write_text("Varro Lantern was built by Ada Quint.\n")
+    refused = run("web", "add", str(alias), "--web", str(web), cache=cache_dir)
+    assert "victim.tsv#x.md" in one_error_line(refused) and "'victim.tsv'" in one_error_line(refused)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "victim.tsv#y.md").write_text("Varro Lantern was built by Ada Quint.\n")
+    built = run("web", "build", str(folder), "--web", str(web), cache=cache_dir)
+    assert "victim.tsv#y.md" in one_error_line(built)
+    assert {(f.text, f.source) for f in stated_uploads(web)} == before
+    listed = run("web", "stats", "--web", str(web), "--json", cache=cache_dir)
+    assert listed.returncode == 0, listed.stderr
+    stats = json.loads(listed.stdout)
+    assert (stats["documents"], stats["facts"]) == (0, 1), stats  # no document came in, no fact went
+
+
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
     """The single ``Error: ...`` line of a failed command (progress bars may precede it)."""
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr

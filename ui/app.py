@@ -7,7 +7,7 @@ uploading and switching models share one queue (``concurrency`` at a time, defau
 generations on one model overlap correctly and finished two questions 1.39x faster than one
 after the other on 2 cores, ``benchmarks/concurrency.py``); more wait their turn. Each session keeps its own
 chat history and settings; its earlier questions and the agent's replies (``Fact:`` lines and
-all) go with each new question as the conversation's history (the last few, see
+all) go with each new question as the conversation's history (the last few the agent reads, see
 :mod:`agent.pipeline.conversation`), so a follow-up such as "What instrument did he play?" is
 understood; "New conversation" starts over.
 
@@ -33,12 +33,13 @@ from gradio.utils import get_upload_folder
 
 from agent.errors import FactweaveError
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
-from agent.pipeline.conversation import assistant_turn, trim_history
+from agent.pipeline.conversation import assistant_turn
+from agent.web.retrieval import MAX_QUESTION_CHARS
 from agent.web.uploads import ACCEPTED, size_text
 
 from .proof_graph import proof_graph_html
 from .render import chat_message, search_html, sources_html, step_line, trace_html
-from .runtime import AskOptions, UIRuntime, check_question
+from .runtime import AskOptions, UIRuntime
 from .uploads import forget_uploads
 
 CSS_PATH = Path(__file__).with_name("style.css")
@@ -83,15 +84,18 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
 
     def ask(question: str, history: list[dict[str, Any]], tree: str, beams: int, k: int, rerank: bool,
             session: dict[str, Any] | None):
+        session = session if session is not None else {}
+        options = AskOptions(tree=tree, beams=int(beams), k=int(k), rerank=bool(rerank))
+        stop = threading.Event()
+        # The conversation so far, as the agent said it (the chat shows it as HTML); the agent
+        # checks the question (empty, too long) in this call: its error is the UI's.
+        turns = list(session.get("turns") or [])
         try:
-            question = check_question(question)
+            events = runtime.stream(question or "", options, stop, history=turns)
         except FactweaveError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
-        session = session if session is not None else {}
-        stop = threading.Event()
         session["stop"] = stop
-        # The conversation so far, as the agent said it (the chat shows it as HTML).
-        turns = trim_history(session.get("turns"))
+        question = question.strip()
         told = len(turns)
         anchor = f"a{len(history)}"
         history = [*history, {"role": "user", "content": gr_escape(question)},
@@ -100,12 +104,10 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         steps: list[str] = []
         records: list[dict[str, Any]] = []
         reply: dict[str, Any] | None = None
-        yield history, "", session, trace_html({"question": question, "steps": [], "partial": True},
-                                               history_turns=told), proof_graph_html({"partial": True})
-        options = AskOptions(tree=tree, beams=int(beams), k=int(k), rerank=bool(rerank))
         last = 0.0
-        events = runtime.stream(question, options, stop, history=turns)
         try:
+            yield history, "", session, trace_html({"question": question, "steps": [], "partial": True},
+                                                   history_turns=told), proof_graph_html({"partial": True})
             for event in events:
                 kind = event["event"]
                 if kind in ("token", "fact"):
@@ -146,8 +148,9 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         # The answer (a stopped one says so), and its whole trace. A finished answer joins the
         # conversation the next question is asked in; a stopped one is no part of it.
         if reply is not None and not reply["trace"].get("stopped"):
-            session["turns"] = trim_history([*turns, {"role": "user", "content": question},
-                                             {"role": "assistant", "content": assistant_turn(reply)}])
+            asked = {"role": "user", "content": reply["trace"]["question"]}
+            session["turns"] = runtime.history(options, [*turns, asked, {"role": "assistant",
+                                                                         "content": assistant_turn(reply)}])
         history[-1] = {"role": "assistant", "content": chat_message(attempts, reply, anchor=anchor, steps=steps)}
         final = reply["trace"] if reply else None
         yield history, "", session, trace_html(final, anchor=anchor, history_turns=told), proof_graph_html(final)
@@ -211,7 +214,10 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         query = " ".join((query or "").split())
         if not query:
             raise gr.Error("type something to search for", print_exception=False)
-        return search_html(runtime.web.search(query, int(k)).hits)
+        try:
+            return search_html(runtime.web.search(query, int(k)).hits)
+        except FactweaveError as exc:  # the web's own bounds (a query over MAX_QUESTION_CHARS)
+            raise gr.Error(str(exc), print_exception=False) from None
 
     def switch_model(name: str, request: gr.Request, progress: gr.Progress = gr.Progress()) -> str:
         if not may_change(request):
@@ -234,7 +240,8 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                                       placeholder="Ask about the knowledge base.")
                     with gr.Row():
                         question = gr.Textbox(placeholder="Ask a question, e.g. Where was Laurie Graff born?",
-                                              show_label=False, scale=5, elem_id="fw-question", max_length=2000,
+                                              show_label=False, scale=5, elem_id="fw-question",
+                                              max_length=MAX_QUESTION_CHARS,
                                               submit_btn=False)
                         ask_btn = gr.Button("Ask", variant="primary", scale=1, elem_id="fw-ask", min_width=80)
                         stop_btn = gr.Button("Stop", variant="stop", scale=1, elem_id="fw-stop", min_width=80)
@@ -277,7 +284,8 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                 remove_btn = gr.Button("Remove", variant="stop", scale=1, elem_id="fw-remove")
             remove_result = gr.HTML(elem_id="fw-remove-result")
             with gr.Row():
-                query = gr.Textbox(label="Search the facts", scale=4, elem_id="fw-search-query")
+                query = gr.Textbox(label="Search the facts", scale=4, elem_id="fw-search-query",
+                                   max_length=MAX_QUESTION_CHARS)
                 search_k = gr.Slider(1, 50, value=10, step=1, label="k", scale=1)
                 search_btn = gr.Button("Search", scale=1, elem_id="fw-search")
             found = gr.HTML(elem_id="fw-search-results")

@@ -30,8 +30,6 @@ from agent.errors import FactweaveError
 from agent.index.union import GrowingFactIndex
 from agent.knowledge.facts import Fact
 from agent.models import PRESETS, preset_installed
-from agent.pipeline.conversation import check_question as agent_check_question
-from agent.pipeline.conversation import trim_history
 from agent.rerank import Reranker
 from agent.web.uploads import DEFAULT_MAX_BYTES
 from agent.web.workspace import MAX_UPLOADED_FACTS, UploadsFollower, Workspace
@@ -203,21 +201,31 @@ class UIRuntime:
     def stream(self, question: str, options: AskOptions, stop: threading.Event | None = None, *,
                history: list[dict[str, str]] | None = None) -> Iterator[dict[str, Any]]:
         """The agent's events for ``question`` (see ``FactAgent.stream``); ``history``: the
-        session's earlier turns, oldest first (bounded here, see
-        :mod:`agent.pipeline.conversation`); setting ``stop`` or closing the iterator stops
-        generation."""
+        session's earlier turns, oldest first, passed on as they are (the agent bounds them, see
+        :meth:`history`); setting ``stop`` or closing the iterator stops generation. The agent's
+        checks of the question run in this call: a bad one raises :class:`FactweaveError` here,
+        before any event. The answer counts as under way (its model is not closed) from this call
+        until the iterator ends or is closed: close it. What another door uploaded or removed is
+        brought in first."""
         self._follow_other_doors()
         with self._lock:
             key, agent = _base_key(self.generator), self.agent(options)
+            events = agent.stream(question, history=history, beams=options.beams, stop=stop)
             self._answering[key] = self._answering.get(key, 0) + 1
-        events = agent.stream(question, history=trim_history(history), beams=options.beams, stop=stop)
-        try:
-            yield from events
-        finally:
-            events.close()
-            with self._lock:
-                self._answering[key] -= 1
-                self._answers_done.notify_all()
+        return _Answer(events, lambda: self._answer_done(key))
+
+    def _answer_done(self, key: int) -> None:
+        with self._lock:
+            self._answering[key] -= 1
+            self._answers_done.notify_all()
+
+    def history(self, options: AskOptions, turns: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The newest of ``turns`` that the agent answering with ``options`` reads a follow-up with
+        (:meth:`FactAgent.bounded_history <agent.pipeline.FactAgent.bounded_history>`): what a
+        session keeps of its conversation."""
+        with self._lock:
+            agent = self.agent(options)
+        return agent.bounded_history(turns)
 
     def _follow_other_doors(self) -> None:
         """Bring the overlay in step with uploads changed through another door (two ``stat``
@@ -351,9 +359,30 @@ def _base_key(generator: Any) -> int:
     return id(getattr(generator.index, "base", generator.index))
 
 
-def check_question(question: str) -> str:
-    """The agent's own bound (:func:`agent.pipeline.conversation.check_question`), with the UI's
-    words for an empty box."""
-    if not (question or "").strip():
-        raise FactweaveError("type a question first")
-    return agent_check_question(question)
+class _Answer:
+    """One answer's events (an iterator, see :meth:`UIRuntime.stream`); ``done`` runs once, when
+    they end or are closed, whether they were read or not."""
+
+    def __init__(self, events: Iterator[dict[str, Any]], done: Callable[[], None]) -> None:
+        self._events: Iterator[dict[str, Any]] | None = events
+        self._done = done
+
+    def __iter__(self) -> _Answer:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        if self._events is None:
+            raise StopIteration
+        try:
+            return next(self._events)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        events, self._events = self._events, None
+        if events is not None:
+            try:
+                events.close()  # type: ignore[attr-defined]
+            finally:
+                self._done()

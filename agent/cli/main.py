@@ -16,7 +16,7 @@ from ..errors import FactweaveError
 from ..knowledge.kamel import demo_kamel_root
 from ..knowledge.loaders import load_facts
 from ..models import PRESETS, default_cache_dir, load_tokenizer, preset_installed, preset_requirements
-from ..pipeline.conversation import trim_history
+from ..pipeline.conversation import as_turns
 from ..pipeline.trace import describe_step
 from ..settings import config_path, load_settings
 from .eval import eval_group
@@ -374,12 +374,13 @@ def ask(question, config, model, engine, kb, index_path, inverse, beams, max_tok
 
 
 def read_history(path: Path) -> list[dict[str, str]]:
-    """The earlier turns in a ``--history`` file, bounded (see :mod:`agent.pipeline.conversation`)."""
+    """The earlier turns in a ``--history`` file, every one (the agent bounds them by its own
+    options, see :mod:`agent.pipeline.conversation`)."""
     try:
         turns = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(turns, list):
             raise ValueError("not a JSON list")
-        return trim_history(turns)
+        return as_turns(turns)
     except (ValueError, FactweaveError) as exc:
         raise click.BadParameter(f"{path}: a JSON list of {{\"role\", \"content\"}} turns is expected ({exc})",
                                  param_hint="--history") from None

@@ -10,7 +10,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from ..errors import FactweaveError
 from ..pipeline import FactAgent
-from ..pipeline.conversation import split_conversation, trim_history
+from ..pipeline.conversation import as_turns, split_conversation
 
 
 class AgentQuestion(TypedDict):
@@ -38,7 +38,7 @@ class FactAgentRunnable(Runnable[AgentInput, dict[str, Any]]):
     Input: a question; ``{"question": ..., "history": [...], "beams": n}``; a conversation, as a
     list of messages (LangChain messages, ``{"role", "content"}`` dicts or ``(role, content)``
     pairs) or ``{"messages": [...]}``, whose last user message is the question and whose earlier
-    turns go to the agent as its history (bounded, see :mod:`agent.pipeline.conversation`), so a
+    turns go to the agent as its history (which it bounds, see :mod:`agent.pipeline.conversation`), so a
     follow-up is understood from them. ``invoke`` returns
     ``AgentAnswer.as_dict()`` (``question``, ``answer``, ``text``, ``facts``, ``trace``);
     ``stream`` yields the agent's events (``step``, ``token``, ``fact``) and last the
@@ -105,7 +105,7 @@ def _question(value: Any) -> tuple[str, list[dict[str, str]], int | None]:
     if isinstance(value, str):
         return value, [], None
     if isinstance(value, dict) and isinstance(value.get("question"), str):
-        return value["question"], trim_history(value.get("history")), value.get("beams")
+        return value["question"], as_turns(value.get("history")), value.get("beams")
     if isinstance(value, dict) and isinstance(value.get("messages"), Sequence):
         return (*split_conversation(value["messages"]), value.get("beams"))
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes, dict)):

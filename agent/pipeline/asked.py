@@ -50,6 +50,7 @@ Example::
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -91,6 +92,9 @@ ITEM_SHARE = 0.1
 # KAMEL, PopQA, MuSiQue, HotpotQA, 2Wiki and the paraphrase set: the 17 caught all have numeric
 # gold answers (gaps 0.10-0.33); none with a non-numeric gold answer was caught.
 NUMERIC_MARGIN = 0.08
+# At most this many names of a question are checked (each is looked for in the question again):
+# a question names a few; one listing more is no question the checks could read anyway.
+MAX_NAMES = 30
 # At most this many words describe a name between "the" and it ("the Swedish performance artist").
 _DESCRIPTION_WORDS = 4
 _BARE_NUMBER = re.compile(r"[-+]?\d[\d,.]*")
@@ -388,6 +392,12 @@ def asks_through(question: str, name: str) -> str:
     masked = re.sub(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", "X", question, flags=re.IGNORECASE)
     words = re.findall(r"[^\W_]+(?:['’]s)?", masked.rstrip(" ?.!"))
     lower = [w.lower().replace("’", "'") for w in words]
+    # Read once for every "X" below (a name written hundreds of times is as many X's): where the
+    # nearest word before each that ends a relative clause's search is, and where the first word
+    # that may head a noun phrase is.
+    stops = _nearest_stops(lower)
+    first_plain = next((j for j, w in enumerate(lower) if w not in _ASKING and w not in _PHRASE_ENDS
+                        and w not in ("the", "a", "an", "name", "x")), len(lower))
     for i, word in enumerate(lower):
         if word == "x's" and i + 1 < len(lower):  # "X's father ..."
             noun, before, after = lower[i + 1], lower[i - 1] if i else "", lower[i + 2:]
@@ -399,12 +409,12 @@ def asks_through(question: str, name: str) -> str:
             if after or before == "of":
                 return noun
         if word == "x" and i >= 3 and lower[i - 2] in ("who", "that", "which") and lower[i - 3] not in _PHRASE_ENDS \
-                and any(w not in _PHRASE_ENDS for w in lower[i + 1:]):
+                and any(w not in _PHRASE_ENDS for w in itertools.islice(lower, i + 1, None)):
             # "the man who directed X die": a relative clause, then what is asked of its noun
             # (not "the city that hosted X in": a stranded preposition is the clause's own)
             return lower[i - 3]
         if word == "x":
-            noun = _relative_head(lower, i)
+            noun = _relative_head(lower, stops[i], first_plain)
             if noun:
                 return noun
         if word == "x" and i >= 2 and lower[i - 1] in ("of", "film", "song", "album", "novel", "book", "band"):
@@ -414,7 +424,7 @@ def asks_through(question: str, name: str) -> str:
                 # Something asked after it, "of the N of X", or "the N of X" as the object of a
                 # verb that is not "is" ("What movie stars A and the producer of X?": the movie
                 # is asked; "Who is the producer of X?": the producer is the answer).
-                if lower[i + 1:] or (j >= 3 and lower[j - 2] == "the"
+                if i + 1 < len(lower) or (j >= 3 and lower[j - 2] == "the"
                                      and (lower[j - 3] == "of" or lower[j - 3] not in _COPULAS | _ASKING)):
                     if noun not in ("name", "date", "place", "year", "part", "one"):
                         return noun
@@ -432,27 +442,33 @@ def _noun_phrase_to_end(words: Sequence[str]) -> bool:
         for i, w in enumerate(words))
 
 
-def _relative_head(lower: Sequence[str], i: int) -> str:
-    """The noun a relative clause holding ``lower[i]`` (the name) describes, when the question
-    asks something further of it: "county" in "What county shares a border with the county in
-    which X is located?", "state" in "What is the population of the state where X is?"; not
-    in "What is the county in which X is located?" (that county is the answer). ""
-    otherwise."""
-    for j in range(i - 1, 0, -1):
-        word = lower[j]
-        if word in ("the", "a", "an") or word in _ASKING and word not in _RELATIVE:
-            return ""
-        if word not in _RELATIVE:
-            continue
-        k = j - 1
-        if k >= 1 and lower[k] in _PREPOSITIONS:  # "the county in which"
-            k -= 1
-        if k < 1 or lower[k - 1] != "the" or lower[k] in _PHRASE_ENDS:
-            return ""
-        before = [w for w in lower[:k - 1] if w not in _ASKING and w not in _PHRASE_ENDS
-                  and w not in ("the", "a", "an", "name", "x")]
-        return lower[k] if before else ""
-    return ""
+def _nearest_stops(lower: Sequence[str]) -> list[int]:
+    """For each word, the index of the nearest word before it (not the first word) that ends
+    :func:`_relative_head`'s search (an article, a wh-word, a relative pronoun), or -1: read in one
+    pass, so that each occurrence of a name costs one look-up, not a scan back."""
+    stops, last = [], -1
+    for j, word in enumerate(lower):
+        stops.append(last)
+        if j >= 1 and (word in ("the", "a", "an") or word in _ASKING or word in _RELATIVE):
+            last = j
+    return stops
+
+
+def _relative_head(lower: Sequence[str], stop: int, first_plain: int) -> str:
+    """The noun a relative clause holding the name describes, when the question asks something
+    further of it: "county" in "What county shares a border with the county in which X is
+    located?", "state" in "What is the population of the state where X is?"; not in "What is
+    the county in which X is located?" (that county is the answer). "" otherwise. ``stop``:
+    the nearest article, wh-word or relative pronoun before the name (:func:`_nearest_stops`);
+    ``first_plain``: the first word that is none of those, nor a preposition, "name" or X."""
+    if stop < 1 or lower[stop] not in _RELATIVE:
+        return ""
+    k = stop - 1
+    if k >= 1 and lower[k] in _PREPOSITIONS:  # "the county in which"
+        k -= 1
+    if k < 1 or lower[k - 1] != "the" or lower[k] in _PHRASE_ENDS:
+        return ""
+    return lower[k] if first_plain < k - 1 else ""
 
 
 def asked_through(question: str) -> tuple[str, str]:
@@ -636,11 +652,19 @@ def names_another_of_the_kind(question: str, answer: str, fact: str) -> str:
 
 
 def _question_names(question: str) -> list[str]:
-    """The capitalised names ``question`` gives, names joined by "and"/"or" apart."""
-    return [part for segment in re.split(r"[,;:?!()]", question)  # "Danish, Lorna Vidal": two
-            for keyword in extract_keywords(segment, limit=30)
-            for part in re.split(r"\s+(?:and|or)\s+", keyword)  # "Collective Soul and Counting Crows"
-            if any(c.isupper() for c in part)]
+    """The capitalised names ``question`` gives, names joined by "and"/"or" apart: each once (by
+    its case-folded form, in the order given), at most :data:`MAX_NAMES` of them. Each name read
+    here is looked for in the question again by the checks, so a name written over and over
+    ("Ab, Ab, Ab, ...", 2,000 characters of it) is one name, not hundreds of rescans."""
+    names: dict[str, str] = {}
+    for segment in re.split(r"[,;:?!()]", question):  # "Danish, Lorna Vidal": two
+        for keyword in extract_keywords(segment, limit=30):
+            for part in re.split(r"\s+(?:and|or)\s+", keyword):  # "Collective Soul and Counting Crows"
+                if any(c.isupper() for c in part):
+                    names.setdefault(part.casefold(), part)
+                    if len(names) == MAX_NAMES:
+                        return list(names.values())
+    return list(names.values())
 
 
 def offered_alternatives(question: str, names: Sequence[str] | None = None) -> list[str]:

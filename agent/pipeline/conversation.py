@@ -4,10 +4,13 @@ made standalone before retrieval (the history-aware retriever pattern).
 ## Taking a conversation
 
 Every entry point (the UI, the OpenAI-compatible server, the LangChain runnable, the MCP ``ask``
-tool, the CLI) turns what it was given into ``(question, history)`` here, so the bound on how
-much of a conversation reaches the agent lives in one place: the last ``MAX_TURNS`` messages,
-within ``MAX_CHARS`` characters. A follow-up needs the turn or two before it; a long history
-would only slow the rewriting and drown the entities it looks for.
+tool, the CLI) turns what it was given into ``(question, history)`` here
+(:func:`split_conversation`) and passes both on whole: the agent checks the question
+(:func:`check_question`) and bounds the history (:func:`trim_history`) itself, by its own
+options (``AgentOptions.max_history_turns``/``max_history_chars``, by default the last
+``MAX_TURNS`` messages within ``MAX_CHARS`` characters), so one guard decides what reaches it
+whatever the door. A follow-up needs the turn or two before it; a long history would only slow
+the rewriting and drown the entities it looks for.
 
 A message is ``{"role": ..., "content": ...}`` (OpenAI's roles), a LangChain message, or a
 ``(role, content)`` pair. ``user``/``human`` and ``assistant``/``ai`` messages are turns;
@@ -57,14 +60,12 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FactweaveError
 from ..prompts import read_prompt
 from ..web.keywords import extract_keywords, noun_form
+from ..web.retrieval import MAX_QUESTION_CHARS
 from .grounding import DONT_KNOW
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
 
-MAX_QUESTION_CHARS = 2000
-"""Characters a question may have, at every door (UI, serve, MCP, CLI, Python): one bound for
-the work a single request can cause."""
 MAX_TURNS = 6
 """Earlier messages (user or assistant, each one a turn) the agent gets at most."""
 MAX_CHARS = 4000
@@ -123,7 +124,7 @@ def trim_history(history: Iterable[Any] | None, max_turns: int = MAX_TURNS,
     """
     if max_turns < 0 or max_chars < 0:
         raise ValueError("max_turns and max_chars must be >= 0")
-    turns = [t for t in (as_turn(m) for m in history or []) if t is not None and t["content"].strip()]
+    turns = as_turns(history)
     kept: list[dict[str, str]] = []
     used = 0
     for turn in reversed(turns[-max_turns:] if max_turns else []):
@@ -152,18 +153,24 @@ def assistant_turn(reply: Mapping[str, Any]) -> str:
     return text
 
 
-def split_conversation(messages: Sequence[Any], max_turns: int = MAX_TURNS,
-                       max_chars: int = MAX_CHARS) -> tuple[str, list[dict[str, str]]]:
+def as_turns(history: Iterable[Any] | None) -> list[dict[str, str]]:
+    """Every turn of ``history`` as ``{"role", "content"}``, oldest first, none left out but
+    empty ones and non-turns (system, tool): what an interface passes on for the agent to bound
+    (:func:`trim_history`). :class:`FactweaveError` for what is no message."""
+    return [t for t in (as_turn(m) for m in history or []) if t is not None and t["content"].strip()]
+
+
+def split_conversation(messages: Sequence[Any]) -> tuple[str, list[dict[str, str]]]:
     """``(question, history)`` from a conversation: the question is the last user message's
-    text; the history, the turns before it, trimmed by :func:`trim_history`. Raises
-    :class:`FactweaveError` when no user message has text."""
+    text; the history, every turn before it (:func:`as_turns`; the agent bounds it by its own
+    options). Raises :class:`FactweaveError` when no user message has text."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise FactweaveError(f"a conversation is a list of messages, not {type(messages).__name__}")
     turns = [as_turn(m) for m in messages]
     for i in range(len(turns) - 1, -1, -1):
         turn = turns[i]
         if turn is not None and turn["role"] == "user" and turn["content"].strip():
-            return turn["content"].strip(), trim_history([t for t in turns[:i] if t], max_turns, max_chars)
+            return turn["content"].strip(), as_turns([t for t in turns[:i] if t])
     raise FactweaveError("the conversation has no user message with text to answer")
 
 
@@ -234,7 +241,17 @@ def previous_turn(history: Sequence[Mapping[str, Any]]) -> PreviousTurn | None:
 
 
 def rewrite_by_rules(question: str, history: Sequence[Mapping[str, Any]]) -> Rewrite:
-    """``question`` made standalone by rules (see the module docstring)."""
+    """``question`` made standalone by rules (see the module docstring); as asked when that
+    would be longer than :data:`MAX_QUESTION_CHARS` (every "he" of "he he he ..." made a name
+    would make a question no door takes, and each step after reads it whole)."""
+    rewrite = _rewrite_by_rules(question, history)
+    if len(rewrite.standalone) > MAX_QUESTION_CHARS:
+        return Rewrite(rewrite.question, rewrite.question,
+                       f"kept as asked: made standalone it would be over {MAX_QUESTION_CHARS:,} characters")
+    return rewrite
+
+
+def _rewrite_by_rules(question: str, history: Sequence[Mapping[str, Any]]) -> Rewrite:
     question = " ".join(question.split())
     prev = previous_turn(history) if history else None
     if prev is None:
@@ -301,7 +318,8 @@ def rewrite_with_chat(chat: ChatClient, question: str, history: Sequence[Mapping
         return Rewrite(question, fallback.standalone, f"{fallback.how} (the chat model failed: {exc})")
     standalone = " ".join(reply.strip().splitlines()[0].split()) if reply.strip() else ""
     standalone = re.sub(r"^(?:standalone question|question)\s*:\s*", "", standalone, flags=re.IGNORECASE)
-    if not standalone or len(standalone) > 3 * len(question) + 200 or standalone.lower().startswith("answer"):
+    if not standalone or len(standalone) > min(3 * len(question) + 200, MAX_QUESTION_CHARS) \
+            or standalone.lower().startswith("answer"):
         fallback = rewrite_by_rules(question, history)
         return Rewrite(question, fallback.standalone, f"{fallback.how} (the chat model's reply was not a question)")
     how = "written by the chat model" if standalone != question else "the chat model kept it as it is"

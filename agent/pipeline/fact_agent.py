@@ -287,15 +287,19 @@ class FactAgent:
           (offsets into attempt ``n``'s text);
         - finally ``{"event": "answer", **AgentAnswer.as_dict()}``.
 
-        Closing the iterator early stops the generation.
+        The question and the history are checked here, before any event: a bad one raises
+        :class:`FactweaveError` from this call (an interface can refuse the request before it
+        answers anything). Closing the iterator early stops the generation.
         """
-        started = time.perf_counter()
         stop = stop or threading.Event()
+        return self._events(self._input(question, history, beams, stop), stop)
+
+    def _events(self, given: _State, stop: threading.Event) -> Iterator[dict[str, Any]]:
+        started = time.perf_counter()
         state: dict[str, Any] = {}
         agent = self._now()
         try:
-            for mode, chunk in agent.graph.stream(agent._input(question, history, beams, stop),
-                                                  stream_mode=["custom", "values"]):
+            for mode, chunk in agent.graph.stream(given, stream_mode=["custom", "values"]):
                 if mode == "custom":
                     yield chunk
                 else:
@@ -304,10 +308,19 @@ class FactAgent:
             stop.set()
         yield {"event": "answer", **agent._result(state, time.perf_counter() - started).as_dict()}
 
+    def bounded_history(self, history: Sequence[Any] | None) -> list[dict[str, str]]:
+        """The earlier turns this agent reads a follow-up with: the newest of ``history`` within its
+        options' ``max_history_turns`` and ``max_history_chars`` (:func:`trim_history`). The one
+        bound on a conversation: the interfaces pass what they were given, and a session that
+        keeps its turns keeps no more than this."""
+        return trim_history(history, self.options.max_history_turns, self.options.max_history_chars)
+
     def _input(self, question: str, history: Sequence[Mapping[str, Any]] | None, beams: int | None,
                stop: threading.Event | None) -> _State:
+        """The one guard on what an interface hands the agent: the question checked
+        (:func:`check_question`: text, not empty, within the bound) and the history bounded."""
         question = check_question(question)
-        history = trim_history(history or [], self.options.max_history_turns, self.options.max_history_chars)
+        history = self.bounded_history(history)
         return {"asked": question, "question": question, "history": history, "beams": beams, "stop": stop,
                 "pool": [], "chosen": [], "queries": [], "pending": [question], "rounds": 0, "plan": {},
                 "attempts": [], "steps": []}

@@ -349,8 +349,29 @@ def _significant(name: str) -> frozenset[str]:
                      if (len(w) >= 4 and not w.isdigit() or w.isdigit() and len(w) == 4) and w not in STOP_WORDS)
 
 
-# Two capitalised names joined by "or"/"and" ("Broadway or Bust", "Pride and Prejudice").
-_JOINED_NAMES = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*\s+(?:or|and)\s+[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
+_JOINER = re.compile(r"\s+(?:or|and)\s+")
+
+
+def joined_names(text: str) -> list[str]:
+    """Two runs of capitalised words (words apart by whitespace only) joined by "or"/"and"
+    ("Broadway or Bust", "Pride and Prejudice"), left to right, each word in one at most. Read
+    in one pass over the capitalised words: a regular expression of runs backtracked over every
+    word of a long run (2,000 characters of "Ab Ab ..." took 70 ms, this under 1)."""
+    runs: list[list[int]] = []
+    for m in _CAPITALISED.finditer(text):
+        if runs and text[runs[-1][1]:m.start()].isspace():
+            runs[-1][1] = m.end()
+        else:
+            runs.append([m.start(), m.end()])
+    out, i = [], 0
+    while i + 1 < len(runs):
+        if _JOINER.fullmatch(text, runs[i][1], runs[i + 1][0]):
+            out.append(text[runs[i][0]:runs[i + 1][1]])
+            i += 2
+        else:
+            i += 1
+    return out
 
 
 def _joined_names(question: str, q_names: list[frozenset[str]],
@@ -360,8 +381,8 @@ def _joined_names(question: str, q_names: list[frozenset[str]],
     of the facts that write it (its parts are not names of their own there). "Broadway Gold", a
     look-alike, then shares no name with the question or with the title's facts."""
     stated = list(stated)
-    for m in _JOINED_NAMES.finditer(question):
-        joined = normalize_answer(m.group(0)).split()
+    for written in joined_names(question):
+        joined = normalize_answer(written).split()
         writing = [i for i, f in enumerate(stated) if _contains(normalize_answer(f.text).split(), joined)]
         if not writing:
             continue

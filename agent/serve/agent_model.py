@@ -3,7 +3,7 @@
 The reply's ``content`` is the text the agent generated, token by token as it is generated:
 
 - the question is the last user message; the user and assistant messages before it go to the
-  agent as the conversation's history (the last few, see :mod:`agent.pipeline.conversation`),
+  agent as the conversation's history (it reads the last few, see :mod:`agent.pipeline.conversation`),
   so a follow-up ("What instrument did he play?") is understood from them. An assistant
   message is passed as it is: the agent's earlier replies keep their ``Fact:`` lines, which name
   what a pronoun can refer to;
@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agent.errors import FactweaveError
-from agent.pipeline.conversation import check_question
 from agent.pipeline.grounding import DONT_KNOW
 
 from .models import BadReplyRequest, ReplyEnd, ReplyPiece
@@ -67,14 +66,14 @@ class AgentModel:
         question, history = request.conversation()
         if not question:
             raise BadReplyRequest("messages: no user message with text to answer")
-        try:
-            check_question(question)
+        try:  # the agent checks the question (and bounds the history) in this call, before any event
+            events = self.agent.stream(question, history=history, stop=stop)
         except FactweaveError as exc:
             raise BadReplyRequest(f"messages: {exc}") from None
         content = ""
         starts: dict[int, int] = {}  # attempt number -> where its text starts in content
         final: dict[str, Any] | None = None
-        for event in self.agent.stream(question, history=history, stop=stop):
+        for event in events:
             kind = event["event"]
             if kind == "token":
                 piece = event["text"]

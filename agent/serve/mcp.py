@@ -47,7 +47,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import FactweaveError, first_validation_error
 from ..pipeline import FactAgent
-from ..pipeline.conversation import trim_history
 from ..pipeline.trace import describe_step
 from ..prompts import read_prompt
 from ..web.graph_search import GraphSearchSettings
@@ -253,9 +252,9 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
                   conversation: Annotated[list[ConversationTurn] | None,
                                           Field(description=read_prompt("mcp/ask-conversation.txt"))] = None,
                   ) -> AskResult:
-        if not question.strip():
-            raise ToolError('the question is empty: ask one in words, e.g. "Where was Mira Quell born?"')
-        history = trim_history([turn.model_dump() for turn in conversation or []])
+        # Passed on whole: the agent checks the question and bounds the history by its own options
+        # (its one-line error is the tool's).
+        history = [turn.model_dump() for turn in conversation or []]
         fact_agent = await slot.get(ctx)
         stop = threading.Event()
         reply = await _in_thread(partial(_answer, fact_agent, question, history, stop, ctx), stop=stop,

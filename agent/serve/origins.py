@@ -8,12 +8,19 @@ to 127.0.0.1, so the request reaches this server with ``Host: evil.example``. Th
 
 - **Host**: a loopback name (``localhost``, ``127.0.0.1``, ``::1``), any IP literal (a rebinding
   attack always goes through a domain name), or a name the user allows (``--allow-host``; a
-  leading dot allows a domain's subdomains).
+  leading dot allows a domain's subdomains). The header is read strictly (:func:`host_name`): a
+  bracketed IPv6 address or a name (an IPv4 address is one), then an optional ``:port`` of
+  digits; anything else (``[::1]@evil.example``, ``localhost:80:81``) is refused, not read in
+  part.
 - **Origin**: absent (SDKs, curl), the same origin as the request's host, or one the user allows
   (``--cors-origin``; those also get CORS headers, preflight included, from Starlette's
   ``CORSMiddleware``).
 - **Content type**: a POST to the API must say ``application/json``: the one type a foreign page
   cannot send without a preflight.
+
+WebSocket connections get the same Host and Origin checks (a browser lets any page open one to
+any server, with its own ``Origin``): refused before they are accepted, which the server answers
+with a 403 (the ASGI spec's ``websocket.close`` before ``websocket.accept``).
 
 The chat UI (Gradio, which checks neither ``Host`` nor a foreign ``Origin`` when the ``Host`` is
 the page's own: measured on gradio 6.31) runs the same guard without the content-type rule.
@@ -32,6 +39,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -42,19 +50,44 @@ from . import wire
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 LOOPBACK = "127.0.0.1"
+WS_POLICY_VIOLATION = 1008
+"""The WebSocket close code of a connection refused by policy (RFC 6455 7.4.1)."""
 
 log = logging.getLogger(__name__)
 
 
-def host_name(value: str) -> str:
+# A Host header's value (RFC 9110's uri-host [":" port]) as browsers, SDKs and curl send it: a
+# bracketed IPv6 address, or a DNS name or IPv4 address (letters, digits, "-", "_", dots), then
+# an optional port of digits. Matched whole: what follows a host is a port or nothing.
+_HOST = re.compile(r"(?:\[(?P<ipv6>[0-9a-f:.]+)\]|(?P<name>[0-9a-z_-]+(?:\.[0-9a-z_-]+)*\.?))(?::[0-9]{1,5})?")
+
+
+def host_name(value: str) -> str | None:
     """The host part of a ``Host`` header or an origin's netloc, lowercased, without port or
-    brackets (``[::1]:8000`` -> ``::1``)."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:].split("]", 1)[0]
-    if value.count(":") == 1:
-        value = value.split(":", 1)[0]
-    return value.rstrip(".")
+    brackets (``[::1]:8000`` -> ``::1``); None when ``value`` is not a host with an optional
+    port (``[::1]@evil.example``, ``a:1:2``, a bracketed name that is no IPv6 address)."""
+    m = _HOST.fullmatch(value.strip().lower())
+    if m is None:
+        return None
+    if m["ipv6"] is not None:
+        try:
+            return str(ipaddress.IPv6Address(m["ipv6"]))
+        except ValueError:
+            return None
+    return m["name"].rstrip(".")
+
+
+def allowed_host(value: str) -> str:
+    """A name the user allows (``--allow-host``) as :func:`host_name` reads one: a name or IP
+    address (IPv6 bare or bracketed), or ``.domain`` for its subdomains; :class:`FactweaveError`
+    for anything else."""
+    text = value.strip().lower()
+    if _is_ip(text):
+        return str(ipaddress.ip_address(text))
+    name = host_name(text[1:]) if text.startswith(".") else host_name(text)
+    if not name:
+        raise FactweaveError(f"{value!r} is not a host name to allow (a name, an IP address or .domain)")
+    return f".{name}" if text.startswith(".") else name
 
 
 def _is_ip(name: str) -> bool:
@@ -81,7 +114,7 @@ class OriginPolicy:
 
     @classmethod
     def of(cls, allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = ()) -> OriginPolicy:
-        return cls(tuple(host_name(h) for h in allowed_hosts if h.strip()),
+        return cls(tuple(allowed_host(h) for h in allowed_hosts if h.strip()),
                    tuple(_origin(o) for o in cors_origins if o.strip()))
 
     def host_refused(self, host: str | None) -> str | None:
@@ -89,6 +122,8 @@ class OriginPolicy:
         if not host:
             return "a request must name its Host"
         name = host_name(host)
+        if name is None:
+            return f"the Host {host.strip()[:80]!r} is not a host name with an optional :port"
         if name in LOOPBACK_NAMES or _is_ip(name) or name in self.allowed_hosts:
             return None
         if any(a.startswith(".") and name.endswith(a) for a in self.allowed_hosts):  # ".example.org": its subdomains
@@ -142,11 +177,16 @@ class OriginGuard:
         self.app, self.policy, self.json_posts = app, policy, json_posts
 
     async def __call__(self, scope, receive, send) -> None:
-        refused = self.refused(scope) if scope["type"] == "http" else None
+        refused = self.refused(scope) if scope["type"] in ("http", "websocket") else None
         if refused is None:
             await self.app(scope, receive, send)
-            return
-        await refuse(send, refused)
+        elif scope["type"] == "websocket":
+            # Closed before it is accepted: the server answers the handshake with a 403. A close
+            # frame's reason holds 123 bytes at most.
+            reason = refused.message.encode()[:123].decode(errors="ignore")
+            await send({"type": "websocket.close", "code": WS_POLICY_VIOLATION, "reason": reason})
+        else:
+            await refuse(send, refused)
 
     def refused(self, scope) -> wire.ApiError | None:
         """Why the request of ``scope`` is refused (its status, message and code), else None."""

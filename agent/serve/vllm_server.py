@@ -198,17 +198,6 @@ class VllmRequestChecks(OriginGuard):
         self.max_request_bytes = int(policy.get("max_request_bytes") or 65536)
         self.api_key = os.environ.get("VLLM_API_KEY") or None  # what vLLM reads; set by VllmServe.environment
 
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "websocket":
-            await super().__call__(scope, receive, send)
-            return
-        refused = self.refused(scope)
-        if refused is None:
-            await self.app(scope, receive, send)
-            return
-        reason = refused.message.encode()[:123].decode(errors="ignore")  # a close frame's reason: 123 bytes at most
-        await send({"type": "websocket.close", "code": 1008, "reason": reason})
-
     def refused(self, scope) -> ApiError | None:
         refused = super().refused(scope)
         path = scope.get("path", "").removeprefix(scope.get("root_path", ""))  # behind --root-path, as vLLM reads it

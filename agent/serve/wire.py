@@ -8,7 +8,7 @@ Example::
     request = ChatRequest.model_validate_json(b'{"model": "factweave", "messages": '
                                               b'[{"role": "user", "content": "Hi"}]}')
     request.question()          # "Hi"
-    request.conversation()      # ("Hi", []): the question and the earlier turns, bounded
+    request.conversation()      # ("Hi", []): the question and the earlier turns (the agent bounds them)
 """
 from __future__ import annotations
 
@@ -91,8 +91,8 @@ class ChatRequest(BaseModel):
 
     def conversation(self) -> tuple[str, list[dict[str, str]]]:
         """The last user message's text and the user and assistant turns before it, oldest first
-        and bounded (:func:`agent.pipeline.conversation.split_conversation`); ``("", [])`` when
-        no user message has text."""
+        (:func:`agent.pipeline.conversation.split_conversation`; the agent bounds them by its own
+        options); ``("", [])`` when no user message has text."""
         try:
             return split_conversation(self.plain_messages())
         except FactweaveError:

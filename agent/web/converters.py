@@ -43,8 +43,9 @@ text layer (a scan) says so and says to OCR it first.
 
 **Budgets** against files made to exhaust memory or time (a "bomb" small on disk): a PDF of more
 than :data:`MAX_PDF_PAGES` pages or more than :data:`MAX_TEXT_CHARS` characters of text is
-refused (pages are counted before any is read; pypdf >= 6 itself caps what one FlateDecode
-stream may inflate to); a DOCX whose parts would unpack to more than :data:`MAX_DOCX_UNPACKED`
+refused (pages are counted before any is read; pypdf itself caps what one FlateDecode stream
+may inflate to, and from 6.16.1 on bounds the other text-extraction paths crafted files were
+found to exhaust: ``/ToUnicode`` maps, xref and content streams, font widths); a DOCX whose parts would unpack to more than :data:`MAX_DOCX_UNPACKED`
 bytes, or more than :data:`MAX_DOCX_RATIO` times their packed size, is refused from its zip
 directory before anything is unpacked.
 """

@@ -69,6 +69,7 @@ from typing import Any
 from ..errors import FactweaveError, InputError
 from ..knowledge.rows import json_objects
 from . import converters
+from .removal import check_file_source
 
 SUFFIXES = (".txt", ".md", ".json", ".jsonl", ".pdf", ".html", ".htm", ".docx")
 #: Between heading titles in a heading path.
@@ -239,6 +240,7 @@ def read_documents(paths: Iterable[str | Path]) -> Iterator[Document]:
     readers = {".json": _read_json, ".jsonl": _read_jsonl, ".txt": _read_text, ".md": _read_text}
     for given in paths:
         for path in _files(Path(given)):
+            check_file_source(path.name)  # its documents are stored under its name
             yield from readers.get(path.suffix.lower(), _read_converted)(path)
 
 

@@ -78,6 +78,20 @@ def source_name(stored: str) -> str:
     return _LINE.sub("", name) if name == stored else name
 
 
+def check_file_source(name: str) -> str:
+    """``name``, a file's name that the web will store its documents or facts under, when
+    :func:`source_name` reads it back as itself; else :class:`FactweaveError` in one line. A
+    ``#`` (a corpus's item) or a ``:<number>`` ending (a line) in it would make it part of
+    another source: an upload named ``victim.pdf#x.md`` would replace ``victim.pdf``'s facts and
+    take its provenance. Checked where files come in (uploads, ``web add``, ``web build``,
+    :meth:`~agent.web.web.KnowledgeWeb.add_triples`), before anything is read or written."""
+    owner = source_name(name)
+    if owner != name:
+        raise FactweaveError(f"{name}: a file name with '#' or ending in ':<number>' would be read as part of the "
+                             f"source {owner!r}; rename the file")
+    return name
+
+
 def _covers(names: set[str], source: str | None) -> bool:
     return bool(source) and (source in names or source_name(source) in names)
 

@@ -16,6 +16,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+MAX_QUESTION_CHARS = 2000
+"""Characters a question, or a query searched in the knowledge web, may have, at every door (UI,
+serve, MCP, CLI, Python): one bound for the work a single request can cause. Its home is here,
+below both the agent (:func:`agent.pipeline.conversation.check_question`) and the web's search."""
+
 
 @dataclass
 class FactHit:

@@ -25,6 +25,7 @@ from agent.knowledge.facts import Fact
 from agent.knowledge.loaders import load_facts
 from agent.web.converters import zip_sizes
 from agent.web.documents import Document, read_documents
+from agent.web.removal import check_file_source
 
 TRIPLE_SUFFIXES = (".tsv", ".nt", ".tsv.gz", ".nt.gz", ".jsonl.gz")
 DOCUMENT_SUFFIXES = (".txt", ".md", ".json", ".pdf", ".html", ".htm", ".docx")
@@ -122,6 +123,8 @@ def read_uploads(paths: list[Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> Up
         raise FactweaveError("no file uploaded")
     if len(paths) > MAX_FILES:
         raise FactweaveError(f"{len(paths)} files in one upload; upload at most {MAX_FILES} at a time")
+    for path in paths:  # every name first: an upload that would alias a source reads nothing
+        check_file_source(Path(path).name)
     batch = UploadBatch()
     for path in paths:
         path = Path(path)

@@ -42,9 +42,9 @@ from .decompose import Decomposer, DecompositionCache, decompose_many
 from .documents import Chunk, Document, chunk_document, stable_id
 from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
 from .graph_search import GraphSearchSettings, graph_hits
-from .removal import (JOURNAL, Withdrawn, finish_removal, prune_sources, remove_sources, source_counts, source_name,
-                      withdrawn)
-from .retrieval import FactHit, SearchResult, merge_hits, provenance_of, rank, source_line
+from .removal import (JOURNAL, Withdrawn, check_file_source, finish_removal, prune_sources, remove_sources,
+                      source_counts, source_name, withdrawn)
+from .retrieval import MAX_QUESTION_CHARS, FactHit, SearchResult, merge_hits, provenance_of, rank, source_line
 from .subqueries import write_subqueries
 from .vector_stores import open_vector_index
 from .workspace import removing_sources, upload_removal_journal
@@ -341,6 +341,7 @@ class KnowledgeWeb:
         ``replace``: ``triples`` are all of ``source`` now (a file, by name); what the web held
         from it and they lack is removed after they are stored (``report.extra["replaced"]``).
         Pass ``replace=False`` to add a source in parts."""
+        check_file_source(source)
         with self.writing():
             given: set[str] = set()
             report = self._add_triples(triples, source, batch, progress, given)
@@ -490,6 +491,9 @@ class KnowledgeWeb:
         """
         if not question.strip():
             raise FactweaveError("the question is empty")
+        if len(question) > MAX_QUESTION_CHARS:  # every door: the UI's search, MCP, the CLI, LangChain
+            raise FactweaveError(f"the query is too long ({len(question):,} characters; "
+                                 f"{MAX_QUESTION_CHARS:,} at most)")
         method = method or DEFAULT_SEARCH
         if method not in SEARCH_METHODS:
             raise FactweaveError(f"unknown search method {method!r}; choose {' or '.join(SEARCH_METHODS)}")
