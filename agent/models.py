@@ -616,7 +616,9 @@ def load_model(
         # lazy: the engine module pulls torch and numpy (the CLI imports this module at start)
         from agent.engines.llama_cpp import LlamaCppSteps, check_same_tokens
 
-        steps = LlamaCppSteps.open(gguf)
+        # The prompts' fixed starts, once read, are kept for the next process (the first answer of
+        # `factweave ask` and of a fresh server does not read them again).
+        steps = LlamaCppSteps.open(gguf, kept_dir=(cache_dir or default_cache_dir()) / "engines" / "kv" / gguf.stem)
         check_same_tokens(steps, tokenizer, _TOKEN_SAMPLES)
     return LoadedModel(
         model=model,

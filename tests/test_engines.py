@@ -149,6 +149,33 @@ def test_a_fixed_start_read_once_is_copied_back_not_read_again(engine, demo_inde
         steps.close()
 
 
+def test_a_fixed_start_read_by_one_process_is_not_read_by_the_next(engine, demo_index, tmp_path, cache_dir):
+    """The first answer of a new process (``factweave ask``, a fresh server) reads no fixed start
+    an earlier process read: its snapshot is kept on disk, and restored, the logits are the same
+    bits. A kept file that does not hold what was written (a truncated copy) is not used."""
+    from agent.engines.llama_cpp import LlamaCppSteps
+    from agent.models import PRESETS, preset_gguf
+
+    gguf, kept = preset_gguf(PRESETS["smollm2-135m"], cache_dir), tmp_path / "kv"
+
+    def first_answer() -> tuple[int, torch.Tensor]:
+        steps = LlamaCppSteps.open(gguf, contexts=1, kept_dir=kept)  # as a new process opens it
+        try:
+            gen = FactGenerator(engine.model, engine.tokenizer, demo_index, max_new_tokens=32, steps=steps)
+            session, cached = gen.open_session(gen._encode(gen.render(QUESTIONS[1])))
+            return cached, session.logits.clone()
+        finally:
+            steps.close()
+
+    cached, logits = first_answer()
+    assert cached == 0 and len(list(kept.glob("*.kv"))) == 1
+    again, same = first_answer()
+    assert again > 100 and torch.equal(same, logits)
+    (file,) = kept.glob("*.kv")
+    file.write_bytes(file.read_bytes()[:-1000])
+    assert first_answer()[0] == 0
+
+
 def test_the_local_chat_client_runs_on_the_engine(engine, smollm):
     from agent.llm.client import LocalChat
 

@@ -22,7 +22,11 @@ through several prompts (the answer's, the evidence reader's, the options', ...)
 own fixed start, more than there are contexts; so once a fixed start is read, its key/value
 entries are kept aside (a *snapshot*: llama.cpp's per-sequence state, a few MB) and a context
 that does not hold it gets it back by a copy instead of a read. The copy is the bits the read
-made, so answers stay independent of what a context held. Measured on the 20 questions of
+made, so answers stay independent of what a context held. Snapshots are also kept on disk
+(``kept_dir``: ``<cache>/engines/kv/<model>/``, a few MB each, checksummed, named by the model file,
+the library build, the CPU, the threads and the tokens), so a new process (``factweave ask``, a
+server just started) reads no fixed start an earlier one read: its first answer costs what a later
+one does. Measured on the 20 questions of
 ``benchmarks/agent_latency.py`` (0.5B preset, 2 contexts): without snapshots 12 answers read all
 their fixed starts again and 4 some of them (agent p50 12.6 s); with them, none after the first
 question (p50 5.7 s).
@@ -40,6 +44,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 from collections.abc import Sequence
@@ -52,6 +57,7 @@ import torch
 
 from ..errors import FactweaveError
 from ..extras import require
+from ..files import replacing
 
 #: Tokens the context holds at most: a prompt with its examples and evidence, and the reply.
 DEFAULT_CONTEXT = 8192
@@ -115,7 +121,7 @@ class LlamaCppSteps:
 
     engine = "llama.cpp"
 
-    def __init__(self, llama: Any, contexts: int = 2) -> None:
+    def __init__(self, llama: Any, contexts: int = 2, *, kept_dir: Path | None = None, build: str = "") -> None:
         from llama_cpp import _internals  # lazy: the [llama] extra (only an engine opened needs it)
 
         self.llama = llama
@@ -136,19 +142,27 @@ class LlamaCppSteps:
         #: recent last; at most :attr:`snapshots` of them are kept.
         self._starts: dict[tuple[int, ...], bytes | None] = {}
         self.snapshots = 8
+        #: Where snapshots are kept across processes (None: in memory only), and what they were
+        #: made by (the model file, the library build, this CPU, the threads: see :meth:`open`).
+        self.kept_dir, self._build = kept_dir, build
 
     @classmethod
     def open(cls, gguf: str | Path, *, context: int = DEFAULT_CONTEXT, threads: int | None = None,
-             contexts: int = 2) -> LlamaCppSteps:
+             contexts: int = 2, kept_dir: Path | None = None) -> LlamaCppSteps:
         """Load ``gguf`` on the CPU with ``threads`` (default: every core) and ``contexts`` contexts
-        of ``context`` tokens each."""
+        of ``context`` tokens each; ``kept_dir``: where the fixed starts' snapshots are kept for the
+        next process (see :meth:`pending`)."""
         require("llama", "the llama.cpp engine")
         from llama_cpp import Llama  # lazy: the [llama] extra
+
+        from .probe import probe_key
 
         threads = threads or os.cpu_count() or 1
         llama = Llama(model_path=str(gguf), n_ctx=context, n_batch=512, n_threads=threads, n_threads_batch=threads,
                       logits_all=False, verbose=False)
-        return cls(llama, contexts)
+        # A snapshot is the bits one library build made on one CPU from one model file with so many
+        # threads (a matrix product's sums may split otherwise): kept under all of them.
+        return cls(llama, contexts, kept_dir=kept_dir, build=f"{probe_key(Path(gguf))}-{threads}")
 
     def close(self) -> None:
         close = getattr(self.llama, "close", None)
@@ -173,10 +187,51 @@ class LlamaCppSteps:
         read = (state or Read()).then(tokens)
         if not read.segments[:-1] and read.tokens:  # a start at position 0: worth a snapshot
             with self._choosing:
-                self._starts[read.tokens] = self._starts.pop(read.tokens, None)
+                known = self._starts.pop(read.tokens, None)
+            if known is None:
+                known = self._kept(read.tokens)  # made by an earlier process (file read outside the lock)
+            with self._choosing:
+                self._starts[read.tokens] = known or self._starts.pop(read.tokens, None)
                 while len(self._starts) > self.snapshots:
                     del self._starts[next(iter(self._starts))]
         return read
+
+    def _kept_path(self, start: tuple[int, ...]) -> Path | None:
+        if self.kept_dir is None or not self._build:
+            return None
+        digest = hashlib.sha256(np.asarray(start, dtype=np.int64).tobytes()).hexdigest()[:24]
+        return self.kept_dir / f"{self._build}-{digest}.kv"
+
+    def _kept(self, start: tuple[int, ...]) -> bytes | None:
+        """``start``'s snapshot as an earlier process kept it (its checksum holds), or None."""
+        path = self._kept_path(start)
+        try:
+            kept = path.read_bytes() if path is not None else b""
+        except OSError:
+            return None
+        data, digest = kept[:-32], kept[-32:]
+        if data and hashlib.sha256(data).digest() == digest:
+            return data
+        if kept and path is not None:
+            path.unlink(missing_ok=True)  # not what was written: the next read keeps a new one
+        return None
+
+    def _keep(self, start: tuple[int, ...], data: bytes) -> None:
+        """Keep ``start``'s snapshot for the next process (whole or not at all; a failure only
+        costs the next process a read)."""
+        path = self._kept_path(start)
+        if path is None or path.exists():
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with replacing(path, binary=True) as handle:
+                handle.write(data)
+                handle.write(hashlib.sha256(data).digest())
+            for stale in path.parent.glob("*.kv"):  # an earlier build's, or another thread count's
+                if not stale.name.startswith(f"{self._build}-"):
+                    stale.unlink(missing_ok=True)
+        except OSError:
+            pass
 
     def length(self, state: Read | None) -> int:
         return len(state or Read())
@@ -239,9 +294,11 @@ class LlamaCppSteps:
         buffer = (ctypes.c_uint8 * size)()
         if llama_cpp.llama_state_seq_get_data(context.ctx.ctx, buffer, size, 0) != size:
             return
+        data = bytes(buffer)
         with self._choosing:
             if start in self._starts:
-                self._starts[start] = bytes(buffer)
+                self._starts[start] = data
+        self._keep(start, data)
 
     def _read(self, read: Read, first: int, *, all_rows: bool) -> np.ndarray:
         """Make a context hold ``read``; the logits after token ``first`` (``all_rows``: after
