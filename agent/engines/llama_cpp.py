@@ -155,14 +155,14 @@ class LlamaCppSteps:
         require("llama", "the llama.cpp engine")
         from llama_cpp import Llama  # lazy: the [llama] extra
 
-        from .probe import probe_key
+        from .llama_build import build_key
 
         threads = threads or os.cpu_count() or 1
         llama = Llama(model_path=str(gguf), n_ctx=context, n_batch=512, n_threads=threads, n_threads_batch=threads,
                       logits_all=False, verbose=False)
         # A snapshot is the bits one library build made on one CPU from one model file with so many
         # threads (a matrix product's sums may split otherwise): kept under all of them.
-        return cls(llama, contexts, kept_dir=kept_dir, build=f"{probe_key(Path(gguf))}-{threads}")
+        return cls(llama, contexts, kept_dir=kept_dir, build=f"{build_key(Path(gguf))}-{threads}")
 
     def close(self) -> None:
         close = getattr(self.llama, "close", None)

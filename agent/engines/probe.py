@@ -11,7 +11,7 @@ the same GGUF file with the same settings and reads a full batch of tokens, then
 (the batched and the one-token kernels the agent uses); if the child dies or fails, the model
 runs on transformers and one line says why (:func:`llama_refused`).
 
-The outcome is kept under ``<cache>/engines/`` keyed by the installed library's files (name,
+The outcome is kept under ``<cache>/engines/`` keyed by :func:`agent.engines.llama_build.build_key`: the installed library's files (name,
 size, modification time), this CPU's model name and flags, the Python executable and the GGUF
 file: a rebuild, a new CPU (an environment copied to another machine) or another model proves it
 again; otherwise the check costs nothing after the first time. Only a success or a death by signal
@@ -22,8 +22,6 @@ Run directly (what the child runs): ``python -m agent.engines.probe MODEL.gguf``
 from __future__ import annotations
 
 import faulthandler
-import hashlib
-import importlib.util
 import json
 import os
 import signal
@@ -33,6 +31,7 @@ import time
 from pathlib import Path
 
 from ..files import write_json
+from .llama_build import advertises_amx, build_key
 
 #: Tokens read in one batch by the check: the engine's batch size, so the batched matrix kernels
 #: run as they will for the agent's prompts (``agent.engines.llama_cpp``, ``n_batch=512``).
@@ -41,45 +40,6 @@ BATCH = 512
 TIMEOUT = 300
 #: Where a rebuild that chooses the CPU's extensions explicitly comes from.
 REBUILD = "rebuild it with `make llama` (tools/build-llama: explicit CPU extensions, no AMX)"
-
-
-def _library_files() -> list[tuple[str, int, int]]:
-    spec = importlib.util.find_spec("llama_cpp")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    root = Path(next(iter(spec.submodule_search_locations)))
-    files = [p for p in root.rglob("*") if p.is_file() and (p.suffix in (".so", ".dylib", ".dll", ".py")
-                                                          or ".so." in p.name)]
-    return sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-
-
-def _cpu() -> dict[str, str]:
-    """This CPU's model name and flags (Linux; elsewhere what ``platform`` says)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        import platform
-
-        return {"model": platform.processor() or platform.machine(), "flags": ""}
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip()
-        if key in ("model name", "flags", "Features") and key not in fields:
-            fields[key] = value.strip()
-    return {"model": fields.get("model name", ""), "flags": fields.get("flags") or fields.get("Features", "")}
-
-
-def advertises_amx() -> bool:
-    return "amx_tile" in _cpu()["flags"].split()
-
-
-def probe_key(gguf: Path) -> str:
-    """What the check's outcome depends on, hashed: the library, the CPU, the Python, the model."""
-    stat = gguf.stat()
-    what = {"library": _library_files(), "cpu": _cpu(), "python": sys.executable,
-            "gguf": [str(gguf.resolve()), stat.st_size, stat.st_mtime_ns]}
-    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]
 
 
 def _signal_name(code: int) -> str:
@@ -102,7 +62,7 @@ def _why(result: subprocess.CompletedProcess) -> str:
 def llama_refused(gguf: Path, cache_dir: Path, *, threads: int | None = None) -> str | None:
     """Why the llama.cpp engine must not be used here for ``gguf`` (one line), or None when a
     child process decoded with it (now or in an earlier check of the same build, CPU and file)."""
-    record = cache_dir / "engines" / f"llama-probe-{probe_key(gguf)}.json"
+    record = cache_dir / "engines" / f"llama-probe-{build_key(gguf)}.json"
     try:
         kept = json.loads(record.read_text(encoding="utf-8"))
         return None if kept.get("ok") else str(kept["why"])
