@@ -73,6 +73,25 @@ def generate_step(steps: list[dict[str, float]]) -> dict[str, float]:
             "tokens_per_s": round(sum(s["tokens"] for s in steps) / sum(gen), 2) if sum(gen) else 0.0}
 
 
+def cold_asks(preset: str, engine: str, questions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each question as the first answer of a new process (``factweave ask --json``, what a user of
+    the command line meets): the generate steps' seconds, prompt read and decode. The first ask
+    of the run is dropped (it fills what a process keeps for the next: converted model, indexes,
+    llama.cpp's kept fixed starts)."""
+    import subprocess
+
+    rows = []
+    for q in [questions[0], *questions]:
+        out = subprocess.run([sys.executable, "-m", "agent.cli", "ask", "--json", "--model", preset, "--engine", engine,
+                              q["text"]], capture_output=True, text=True, cwd=REPO, check=True)
+        trace = json.loads(out.stdout)["trace"]
+        t = trace["timings"]
+        rows.append({"generate_s": t["generate_s"], "prefill_s": t["prefill_s"], "tokens": trace["tokens"]["generated"],
+                     "prompt_read": trace["tokens"]["prompt"] - trace["tokens"].get("prompt_cached", 0),
+                     "total_s": t["total_s"], "answer": json.loads(out.stdout)["answer"]})
+    return {"preset": preset, "engine": engine, "generate_step": generate_step(rows[1:]), "rows": rows[1:]}
+
+
 def run_engine(preset: str, engine: str, questions: list[dict[str, Any]], max_new_tokens: int,
                agent_questions: int, decode: bool = True) -> dict[str, Any]:
     from agent.runtime import load_settings_model, open_agent
@@ -126,6 +145,8 @@ def main() -> None:
     parser.add_argument("--agent-questions", type=int, default=20, help="how many of them the agent answers")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--agent-only", action="store_true", help="skip the bare decoding runs (free, constrained)")
+    parser.add_argument("--cold", type=int, default=0,
+                        help="also ask this many questions each in a new `factweave ask` process (its first answer)")
     parser.add_argument("--json", type=Path, default=None, help="default: results/engines-<presets>.json")
     args = parser.parse_args()
     if args.json is None:
@@ -147,6 +168,17 @@ def main() -> None:
             print(f"  free {r['free']['tokens_per_s_p50']} tok/s, constrained {r['constrained']['tokens_per_s_p50']} "
                   f"tok/s, first token {r['constrained']['first_token_s_p50']} s; agent p50 {r['agent']['total_s_p50']} s "
                   f"p95 {r['agent']['total_s_p95']} s, right {r['agent']['right']}/{r['agent']['n']}", flush=True)
+    cold = []
+    for preset in presets if args.cold else []:
+        for engine in engines:
+            print(f"{preset} on {engine}, {args.cold} questions each in a new process ...", flush=True)
+            cold.append(cold_asks(preset, engine, questions[:args.cold]))
+    cold_base = {c["preset"]: c for c in cold if c["engine"] == "transformers"}
+    for c in cold:
+        ref = cold_base.get(c["preset"])
+        if ref is not None:
+            c["generate_step_speedup"] = round(ref["generate_step"]["seconds_sum"]
+                                               / max(c["generate_step"]["seconds_sum"], 1e-9), 2)
     load_after = os.getloadavg()[0]
     base = {r["preset"]: r for r in runs if r["engine"] == "transformers"}
     for r in runs:
@@ -165,7 +197,7 @@ def main() -> None:
     result = {"cpus": os.cpu_count(), "machine": platform.machine(), "cpu": cpu_features(),
               "python": platform.python_version(),
               "loadavg_1m_before": round(load_before, 2), "loadavg_1m_after": round(load_after, 2),
-              "questions": len(questions), "max_new_tokens": args.max_new_tokens, "runs": runs}
+              "questions": len(questions), "max_new_tokens": args.max_new_tokens, "runs": runs, "cold": cold}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print("\n| preset | engine | free tok/s | constrained tok/s | constrained / free | first token p50 | "
@@ -185,6 +217,11 @@ def main() -> None:
         print(f"| {r['preset']} | {r['engine']} | {g['seconds_p50']} s | {g['seconds_p95']} s | {g['seconds_sum']} s | "
               f"{g['prompt_tokens_read']}, {g['prompt_read_tokens_per_s']} | {g['decode_tokens_per_s']} | "
               f"{r.get('vs_transformers', {}).get('generate_step_speedup', '-')}x |")
+    for c in cold:
+        g = c["generate_step"]
+        print(f"| {c['preset']} | {c['engine']}, first answer of a process | {g['seconds_p50']} s | {g['seconds_p95']} s | "
+              f"{g['seconds_sum']} s | {g['prompt_tokens_read']}, {g['prompt_read_tokens_per_s']} | "
+              f"{g['decode_tokens_per_s']} | {c.get('generate_step_speedup', '-')}x |")
     print(f"\nload {result['loadavg_1m_before']} -> {result['loadavg_1m_after']}; {args.json}")
 
 

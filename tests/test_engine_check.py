@@ -52,21 +52,19 @@ def broken_llama(tmp_path) -> Path:
 
 def test_a_llama_cpp_that_crashes_falls_back_to_transformers_with_one_line(broken_llama, cache_dir):
     """``factweave ask`` on a preset with the broken library: the answer comes (from transformers),
-    stderr holds one line naming the engine, the signal and the rebuild; a second ask reads the
-    check's kept outcome and says the same."""
+    stderr holds one line naming the engine, the signal and the rebuild."""
     question = "What is the original language of Kalakalappu 2?"
     args = [sys.executable, "-m", "agent.cli", "ask", "--model", "smollm2-135m", "--engine", "llama.cpp",
             "--tree", "kb", "--json", question]
-    for _ in range(2):
-        out = subprocess.run(args, capture_output=True, text=True, env=_env(cache_dir, broken_llama), cwd=REPO,
-                             timeout=900, check=False)
-        assert out.returncode == 0, out.stderr[-2000:]
-        said = [line for line in out.stderr.splitlines() if "llama.cpp" in line]
-        assert len(said) == 1, out.stderr
-        assert "failed its check" in said[0] and "SIGSEGV" in said[0] and "make llama" in said[0]
-        assert said[0].endswith("answering on transformers")
-        reply = json.loads(out.stdout)
-        assert reply["answer"] == "Tamil" and reply["facts"], reply  # answered, with its fact
+    out = subprocess.run(args, capture_output=True, text=True, env=_env(cache_dir, broken_llama), cwd=REPO,
+                         timeout=900, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    said = [line for line in out.stderr.splitlines() if "llama.cpp" in line]
+    assert len(said) == 1, out.stderr
+    assert "failed its check" in said[0] and "SIGSEGV" in said[0] and "make llama" in said[0]
+    assert said[0].endswith("answering on transformers")
+    reply = json.loads(out.stdout)
+    assert reply["answer"] == "Tamil" and reply["facts"], reply  # answered, with its fact
 
 
 @pytest.mark.skipif(not installed("llama.cpp"), reason="the llama.cpp engine is not installed")
@@ -122,12 +120,14 @@ def _ask(base: str, question: str) -> dict:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc to find the child")
-@pytest.mark.parametrize("engine", ["transformers", pytest.param("llama.cpp", marks=[pytest.mark.llama, pytest.mark.skipif(
-    not installed("llama.cpp"), reason="the llama.cpp engine is not installed")])])
-def test_a_server_that_dies_mid_answer_is_restarted_and_says_so(engine, cache_dir, tmp_path):
-    """``factweave serve``: its serving process killed by SIGSEGV while it answers (a native crash);
-    the supervisor prints one line and starts it again, on transformers when it ran on llama.cpp;
-    the next question is answered; SIGTERM then stops both processes."""
+@pytest.mark.llama
+def test_a_server_that_dies_mid_answer_is_restarted_and_says_so(cache_dir, tmp_path):
+    """``factweave serve`` on llama.cpp: its serving process killed by SIGSEGV while it answers (a
+    native crash); the supervisor prints one line and starts it again, on transformers; the next
+    question is answered; SIGTERM then stops both processes."""
+    if not installed("llama.cpp"):
+        pytest.skip("the llama.cpp engine is not installed")
+    engine = "llama.cpp"
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
@@ -151,7 +151,7 @@ def test_a_server_that_dies_mid_answer_is_restarted_and_says_so(engine, cache_di
         assert _child_of(server.pid) != child
         said = [line for line in log.read_text().splitlines() if "died of" in line]
         assert len(said) == 1 and "SIGSEGV" in said[0] and "restarting it" in said[0], log.read_text()
-        assert ("on the transformers engine" in said[0]) == (engine == "llama.cpp")
+        assert "on the transformers engine" in said[0]
         assert _ask(base, "Where was Laurie Graff born?")["answer"] == "New York"
     finally:
         server.send_signal(signal.SIGTERM)
