@@ -2,7 +2,9 @@
 each method's EM / token F1 / proven / wrong-but-grounded / seconds per question.
 
 proven: right (EM) and grounded, over all the questions; wrong but grounded: share of the
-answers marked grounded that are wrong. Usage::
+answers marked grounded that are wrong. A run on one half (``factweave eval ... --half dev|test``,
+agent.eval.halves) is named so; where a folder holds both halves of a run, a third row gives the
+gap, dev minus test, in points (EM / F1 / proven / wrong but grounded): a gap is a finding. Usage::
 
     python benchmarks/reasoning_table.py benchmarks/results/eval/reasoning/checked
 """
@@ -24,16 +26,40 @@ def cell(score: dict) -> str:
                        _pct(score.get("wrong_grounded")), f"{score.get('seconds_per_question', 0):.1f}"])
 
 
+GAP_KEYS = ("exact_accuracy", "f1", "proven", "wrong_grounded")
+
+
+def gap_cell(dev: dict, test: dict) -> str:
+    """dev minus test, in points, for each of :data:`GAP_KEYS` ("-" where either lacks it)."""
+    def one(key: str) -> str:
+        if dev.get(key) is None or test.get(key) is None:
+            return "-"
+        return f"{100 * (dev[key] - test[key]):+.1f}"
+    return " / ".join(one(key) for key in GAP_KEYS)
+
+
 def rows(folder: Path) -> list[str]:
     out = []
+    halves: dict[tuple[str, str], dict[str, dict]] = {}
     for path in sorted(folder.rglob("*.json")):
         data = json.loads(path.read_text())
         if "scores" not in data:
             continue
         scores = data["scores"]
         n = len(data.get("questions", []))
-        name = f"{data.get('title') or data['dataset']} ({n}; {path.parent.relative_to(folder) or '.'})"
+        where = str(path.parent.relative_to(folder) or ".")
+        name = f"{data.get('title') or data['dataset']} ({n}; {where})"
         out.append("| " + " | ".join([name, *(cell(scores[m]) if m in scores else "" for m in METHODS)]) + " |")
+        half = (data.get("settings") or {}).get("half")
+        if half:
+            label = f"{data['dataset']}, {data.get('model')}"
+            pair = halves.setdefault((where, label), {})
+            pair[half] = scores
+            if len(pair) == 2:
+                out.append("| " + " | ".join([f"gap dev - test, points ({label}; {where})",
+                                              *(gap_cell(pair["dev"][m], pair["test"][m])
+                                                if m in pair["dev"] and m in pair["test"] else "" for m in METHODS)])
+                           + " |")
     return out
 
 
@@ -42,7 +68,7 @@ def main(argv: list[str]) -> int:
     print("| dataset (questions; folder) | " + " | ".join(METHODS) + " |")
     print("|---|" + "---|" * len(METHODS))
     print("\n".join(rows(folder)))
-    print("\nCells: EM / F1 / proven / wrong but grounded / s per question.")
+    print("\nCells: EM / F1 / proven / wrong but grounded / s per question; gap rows: dev minus test, points.")
     return 0
 
 

@@ -16,6 +16,7 @@ from agent.eval.datasets import (
     popqa_documents,
     popqa_triples,
 )
+from agent.eval.halves import half_of
 from agent.eval.judge import AnswerJudge, parse_verdict
 from agent.eval.kamel import evaluate
 from agent.eval.metrics import exact_match
@@ -266,17 +267,32 @@ def test_kamel_folder_with_the_local_judge(smollm, tmp_path):
 
 
 @pytest.mark.model
-def test_cli_writes_json_and_markdown(tmp_path, cache_dir):
-    out = tmp_path / "out"
-    proc = run_cli("eval", "kamel", "--data", str(KAMEL), "--method", "llm-only", "--limit", "2", "--no-judge",
-               "--model", "smollm2-135m", "--max-tokens", "24", "--out", str(out), cache=cache_dir)
+def test_cli_writes_json_and_markdown_for_the_test_half_in_a_models_words(tmp_path, cache_dir):
+    """``factweave eval reword`` writes each test-half question in the model's words (kept as they
+    came); ``factweave eval --half test --wording`` asks those words with the set's answers, names
+    the run so, prints its table and writes the JSON and Markdown."""
+    words = tmp_path / "kamel-reworded.jsonl"
+    proc = run_cli("eval", "reword", "kamel", "--data", str(KAMEL), "--limit", "2", "--half", "test",
+                   "--model", "smollm2-135m", "--out", str(words), cache=cache_dir)
     assert proc.returncode == 0, proc.stderr
-    md = (out / "kamel-smollm2-135m.md").read_text()
-    assert md.splitlines()[0] == "### KAMEL, 2 questions, smollm2-135m"
+    rows = [json.loads(line) for line in words.read_text().splitlines()]
+    picked = load_questions("kamel", KAMEL, limit=2, half="test")
+    assert [r["id"] for r in rows] == [q.id for q in picked]
+    assert all(r["text"] and r["model"] == "smollm2-135m" and r["original"] == q.text for r, q in zip(rows, picked))
+    out = tmp_path / "out"
+    proc = run_cli("eval", "kamel", "--data", str(KAMEL), "--method", "llm-only", "--limit", "2", "--half", "test",
+                   "--wording", str(words), "--no-judge", "--model", "smollm2-135m", "--max-tokens", "24",
+                   "--out", str(out), cache=cache_dir)
+    assert proc.returncode == 0, proc.stderr
+    md = (out / "kamel-smollm2-135m-test-reworded.md").read_text()
+    assert md.splitlines()[0] == "### KAMEL, 2 questions (test half, reworded by smollm2-135m), smollm2-135m"
     assert md.strip() in proc.stdout  # the table is printed too
     row = _markdown_rows(md)["llm-only"]
     assert row[8:10] == ["-", "-"]  # no judge
     assert row[7] == "-"  # llm-only states no facts: no grounded rate
-    data = json.loads((out / "kamel-smollm2-135m.json").read_text())
+    data = json.loads((out / "kamel-smollm2-135m-test-reworded.json").read_text())
     assert data["settings"]["judge"] is None and data["settings"]["knowledge"] is None
+    assert [(q["id"], q["question"], q["gold"]) for q in data["questions"]] == \
+        [(q.id, r["text"], list(q.answers)) for q, r in zip(picked, rows)]  # the model's words, the set's answers
     assert [q["id"].split("/")[0] for q in data["questions"]] == ["P19", "P106"]  # one per relation
+    assert all(half_of(q["id"]) == "test" for q in data["questions"])

@@ -8,9 +8,10 @@ from pathlib import Path
 import click
 
 from ..eval.compare import DEFAULT_METRICS, compare_markdown, expand_runs, load_run
-from ..eval.datasets import data_path, load_questions
+from ..eval.datasets import DATASETS, data_path, load_questions
 from ..eval.evaluation import KGDOptions, run_evaluation
 from ..eval.methods import METHODS, default_methods
+from ..eval.wordings import read_wordings, reword_questions, reworded, write_wordings
 from ..extras import require
 from ..files import write_text
 from ..settings import load_settings
@@ -61,6 +62,12 @@ def _eval_options(f):
         click.option("--judge-model", default=None,
                      help="The judge's model name at that endpoint (default: the first it serves); alone: an "
                           "OpenAI model (needs OPENAI_API_KEY)."),
+        click.option("--half", type=click.Choice(["dev", "test"]), default=None,
+                     help="Only the questions of this half (a frozen split by a hash of the question id): build "
+                          "and debug on dev, report test beside it (default: every question)."),
+        click.option("--wording", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Ask the questions in a model's words: a file `factweave eval reword` wrote for the "
+                          "same --limit, --half and --seed."),
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seeds the question sample and every random draw."),
         click.option("--samples", type=click.IntRange(1, 16), default=1, show_default=True,
@@ -82,7 +89,7 @@ def _eval_options(f):
 
 
 def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, model, beams, max_tokens, batch_size, k,
-         max_rounds, judge, judge_base_url, judge_model, seed, samples, kgd_chunks, nli_model, device, dtype,
+         max_rounds, judge, judge_base_url, judge_model, half, wording, seed, samples, kgd_chunks, nli_model, device, dtype,
          out, kind: str | None = None) -> None:
     require("eval", "factweave eval")
     from tqdm.auto import tqdm
@@ -92,13 +99,16 @@ def _run(dataset: str, *, split: str = "dev", data, limit, methods, config, mode
     path = data_path(dataset, data)
     methods = tuple(methods) or default_methods(dataset)
     # Loading the questions first checks the data before any model is loaded.
-    total = len(load_questions(dataset, path, limit=limit, split=split, seed=seed, kind=kind)) * len(set(methods))
+    questions = load_questions(dataset, path, limit=limit, split=split, seed=seed, kind=kind, half=half)
+    if wording is not None:
+        reworded(questions, read_wordings(wording), wording)  # every question has its wording
+    total = len(questions) * len(set(methods))
     with tqdm(total=total, desc=f"{dataset}: answering", unit=" q", file=sys.stderr) as bar:
         report = run_evaluation(dataset, settings=settings, data=path, methods=methods, limit=limit, split=split,
                                 batch_size=batch_size, judge=judge, judge_base_url=judge_base_url,
                                 judge_model=judge_model, seed=seed, on_progress=bar.update,
                                 kgd=KGDOptions(samples=samples, chunks=kgd_chunks, nli_model=nli_model),
-                                out_dir=out, kind=kind)
+                                out_dir=out, kind=kind, half=half, wording=wording)
     click.echo(report.markdown())
     if out is not None:
         json_path, md_path = report.paths(out)
@@ -216,3 +226,45 @@ def eval_kamel_chat(kind, **options) -> None:
       factweave eval kamel-chat --kind two-hop --limit 30 --no-judge --out runs/
     """
     _run("kamel-chat", kind=kind, **options)
+
+
+@eval_group.command("reword", short_help="A set's questions in a model's words, for --wording.")
+@click.argument("dataset", type=click.Choice(list(DATASETS)))
+@click.option("--data", type=click.Path(path_type=Path), default=None, help="The dataset's file or folder.")
+@click.option("--limit", type=click.IntRange(1), default=20, show_default=True,
+              help="The questions `factweave eval DATASET` picks with the same --limit, --half and --seed.")
+@click.option("--half", type=click.Choice(["dev", "test"]), default=None, help="Only this half's questions.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default="dev", show_default=True,
+              help="kamel: the split asked.")
+@click.option("--kind", type=click.Choice(["follow-up", "two-hop"]), default=None, help="kamel-chat: one kind only.")
+@click.option("--model", default=None, help="The local model that rewords (a preset, folder or Hub id; default: "
+                                            "the settings' model) when no endpoint is given.")
+@click.option("--base-url", default=None,
+              help="An OpenAI-compatible endpoint that rewords instead (key: OPENAI_API_KEY).")
+@click.option("--llm-model", default=None, help="The model name at that endpoint (default: the first it serves).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The JSON Lines file written (one rewording per question, kept as generated).")
+def eval_reword(dataset, data, limit, half, seed, split, kind, model, base_url, llm_model, out) -> None:
+    """Ask a model to reword each question the same `factweave eval DATASET` options pick, and keep
+    its words as they came (prompts/eval/reword/): questions in a wording the project never wrote,
+    for `factweave eval DATASET --wording FILE`. Answers, history and half stay the question's.
+
+    \b
+    Example:
+      factweave eval reword 2wiki --limit 24 --half test --model qwen2.5-coder-1.5b --out runs/2wiki-reworded.jsonl
+      factweave eval 2wiki --limit 24 --half test --wording runs/2wiki-reworded.jsonl --out runs/
+    """
+    from tqdm.auto import tqdm
+
+    from ..llm.client import chat_client_from_env
+
+    questions = load_questions(dataset, data_path(dataset, data), limit=limit, split=split, seed=seed, kind=kind,
+                               half=half)
+    settings = load_settings(None, model=model)
+    chat = chat_client_from_env(model=llm_model, base_url=base_url, local_model=settings.model)
+    with tqdm(total=len(questions), desc=f"{dataset}: rewording", unit=" q", file=sys.stderr) as bar:
+        rows = reword_questions(questions, chat, on_progress=bar.update)
+    write_wordings(out, rows)
+    same = sum(row["same"] for row in rows)
+    click.echo(f"{len(rows)} questions reworded by {chat.name} -> {out}" + (f" ({same} came back unchanged)" if same else ""))

@@ -46,6 +46,7 @@ from pathlib import Path
 from ..knowledge.facts import Fact
 from ..knowledge.kamel import (DEFAULT_SPLITS, property_labels, question_templates, relation_ids,
                                relation_rows)
+from .halves import half_of
 from .questions import EvalQuestion, natural_key
 
 KINDS = ("follow-up", "two-hop")
@@ -210,10 +211,12 @@ def _interleave(groups: dict[str, list[dict]], rng: random.Random) -> list[dict]
 
 
 def kamel_chat_questions(root: str | Path, *, limit: int | None = None, seed: int = 0,
-                         kind: str | None = None) -> list[EvalQuestion]:
+                         kind: str | None = None, half: str | None = None) -> list[EvalQuestion]:
     """``limit`` items (all when None) of the KAMEL folder ``root`` as questions, seeded (see
     the module docstring): follow-up items give a ``follow-up`` and a ``standalone`` question,
-    two-hop items a ``two-hop`` question. ``kind``: only that kind's items (``KINDS``)."""
+    two-hop items a ``two-hop`` question. ``kind``: only that kind's items (``KINDS``); ``half``:
+    only the items of that half (:mod:`agent.eval.halves`; a follow-up and its standalone twin
+    share one)."""
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     root = Path(root)
@@ -221,10 +224,18 @@ def kamel_chat_questions(root: str | Path, *, limit: int | None = None, seed: in
     labels, templates = property_labels(root), question_templates(root)
     entries = _entries(root, [r for r in relations if r in templates and r in labels])
     rng = random.Random(seed)
+
+    def item_id(built: str, item: dict) -> str:
+        s, r1, r2 = item["subject"], item["r1"], item["r2"]
+        second = entries[r2][s if built == "follow-up" else item["bridge"]]
+        return f"kamel-chat/{built}/{r1}/{entries[r1][s].where}+{r2}/{second.where}"
+
     per_kind: dict[str, list[dict]] = {}
     for built, items in (("follow-up", _follow_up_items(entries, rng)), ("two-hop", _two_hop_items(entries))):
         tiers: tuple[dict[str, list[dict]], dict[str, list[dict]]] = (defaultdict(list), defaultdict(list))
         for pair, item in items:
+            if half is not None and half_of(item_id(built, item)) != half:
+                continue
             tiers[0 if item["in_web"] else 1][pair].append(item)
         per_kind[built] = _interleave(tiers[0], rng) + _interleave(tiers[1], rng)
     picked: list[tuple[str, dict]] = []
@@ -244,10 +255,11 @@ def kamel_chat_questions(root: str | Path, *, limit: int | None = None, seed: in
         if kind == "follow-up":
             first, second = entries[r1][s], entries[r2][s]
             key = f"{r1}/{first.where}+{r2}/{second.where}"
+            twin = item_id(kind, item)
             asked = templates[r1].replace("[S]", s)
             obj = first.objects[0][0]
             reply = f"Fact: {Fact(s, labels[r1], obj).text}\nAnswer: {obj}"
-            meta = {"subject": s, "relations": [r1, r2], "relation": r2, "pronoun": item["pronoun"],
+            meta = {"subject": s, "relations": [r1, r2], "relation": r2, "pronoun": item["pronoun"], "twin": twin,
                     "facts": fact(s, r2, second), "in_web": second.split == WEB_SPLIT}
             questions.append(EvalQuestion(f"kamel-chat/follow-up/{key}", item["wording"], _answers(second.objects),
                                           {**meta, "kind": "follow-up", "stratum": "follow-up"},

@@ -38,6 +38,7 @@ from ..knowledge.facts import Fact
 from ..knowledge.kamel import demo_kamel_root, kamel_questions
 from ..web.documents import Document, read_documents, read_json
 from .conversations import kamel_chat_questions
+from .halves import HALVES, only_half
 from .questions import EvalQuestion, natural_key
 
 DATASETS = ("kamel", "popqa", "musique", "hotpotqa", "2wiki", "kamel-chat")
@@ -75,16 +76,20 @@ def data_path(dataset: str, data: str | Path | None = None) -> Path:
 
 
 def load_questions(dataset: str, data: str | Path | None = None, *, limit: int | None = None,
-                   split: str = "dev", seed: int = 0, kind: str | None = None) -> list[EvalQuestion]:
+                   split: str = "dev", seed: int = 0, kind: str | None = None,
+                   half: str | None = None) -> list[EvalQuestion]:
     """``limit`` questions of ``dataset`` (KAMEL: of ``split``), stratified and seeded
     (:func:`sample_questions`); ``kamel-chat``: ``limit`` items built from the KAMEL folder
     (:func:`agent.eval.conversations.kamel_chat_questions`; a follow-up item is two questions;
-    ``kind``: follow-ups or two-hop chains only)."""
+    ``kind``: follow-ups or two-hop chains only). ``half``: ``dev`` or ``test``, only the questions
+    of that half (:mod:`agent.eval.halves`), sampled within it; None: every question."""
     path = data_path(dataset, data)
     if limit is not None and limit < 0:
         raise FactweaveError(f"limit must be 0 or more, got {limit}")
+    if half is not None and half not in HALVES:
+        raise FactweaveError(f"unknown half {half!r}; choose dev or test")
     if dataset == "kamel-chat":
-        return kamel_chat_questions(path, limit=limit, seed=seed, kind=kind)
+        return kamel_chat_questions(path, limit=limit, seed=seed, kind=kind, half=half)
     if dataset == "kamel":
         questions = [EvalQuestion(q.id, q.text, q.answers,
                                   {"relation": q.relation, "subject": q.subject,
@@ -93,7 +98,8 @@ def load_questions(dataset: str, data: str | Path | None = None, *, limit: int |
     else:
         questions = {"popqa": popqa_questions, "musique": musique_questions,
                      "hotpotqa": hotpotqa_questions, "2wiki": twowiki_questions}[dataset](path)
-    return sample_questions(questions, lambda q: str(q.meta.get("stratum", q.meta.get("relation", ""))),
+    return sample_questions(only_half(questions, half),
+                            lambda q: str(q.meta.get("stratum", q.meta.get("relation", ""))),
                             limit=limit, seed=seed)
 
 

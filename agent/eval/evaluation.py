@@ -34,9 +34,10 @@ from .methods import (CONVERSATIONAL, KAMEL_ONLY, METHODS, AgentMethod, LLMOnlyM
                       VanillaSetMethod, WebRAGMethod, default_methods)
 from .kgd import VARIANTS as KGD_VARIANTS
 from .kgd import KGDMethod, QuestionChunks
-from .report import EvalReport, file_stem
+from .report import EvalReport, file_stem, run_tags
 from .resume import RowLog
 from .run import evaluate_methods
+from .wordings import read_wordings, reworded
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
@@ -168,11 +169,13 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
                    batch_size: int = 4, judge: bool = True, judge_base_url: str | None = None,
                    judge_model: str | None = None, seed: int = 0, progress: bool = True,
                    loaded: LoadedModel | None = None, kgd: KGDOptions | None = None,
-                   out_dir: Path | None = None, kind: str | None = None,
-                   on_progress: Callable[[int], None] | None = None) -> EvalReport:
+                   out_dir: Path | None = None, kind: str | None = None, half: str | None = None,
+                   wording: Path | None = None, on_progress: Callable[[int], None] | None = None) -> EvalReport:
     """Evaluate ``methods`` on ``limit`` questions of ``dataset`` (stratified, seeded) with the
     model and agent settings of ``settings`` (``loaded``: reuse a model already loaded;
-    ``kind``: kamel-chat's follow-ups or two-hop chains only).
+    ``kind``: kamel-chat's follow-ups or two-hop chains only; ``half``: the questions of the dev
+    or the test half only, :mod:`agent.eval.halves`; ``wording``: a file of the questions in a
+    model's words, :mod:`agent.eval.wordings`).
 
     With ``out_dir``, every finished question is saved there at once
     (:class:`~agent.eval.resume.RowLog`), a run with the same settings asks only the questions
@@ -192,14 +195,19 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
                              "use it with `factweave eval kamel`")
     kgd = kgd or KGDOptions()
     path = data_path(dataset, data)
-    questions = load_questions(dataset, path, limit=limit, split=split, seed=seed, kind=kind)
+    questions = load_questions(dataset, path, limit=limit, split=split, seed=seed, kind=kind, half=half)
     if not questions:
         raise FactweaveError(f"no {dataset} questions in {path}")
+    reworded_by = None
+    if wording is not None:
+        questions = reworded(questions, read_wordings(wording), wording)
+        reworded_by = {"file": str(wording), "model": questions[0].meta["wording"]}
     names = [m for m in METHODS if m in methods]
     uses_kgd = bool(KGD_VARIANTS.keys() & set(names))
     run_settings: dict[str, Any] = {
         "data": str(path), "split": split if dataset == "kamel" else None, "limit": limit,
-        **({"kind": kind} if kind else {}),
+        **({"kind": kind} if kind else {}), **({"half": half} if half else {}),
+        **({"wording": reworded_by} if reworded_by else {}),
         "web_reachable": (sum(bool(q.meta.get("in_web")) for q in questions)
                           if dataset == "kamel-chat" else None),
         "questions": len(questions), "methods": names,
@@ -215,7 +223,7 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
     }
     log = done = None
     if out_dir is not None:
-        log = RowLog.open(out_dir, file_stem(dataset, settings.model),
+        log = RowLog.open(out_dir, file_stem(dataset, settings.model, *run_tags(run_settings)),
                           {**run_settings, "dataset": dataset, "question_ids": [q.id for q in questions]})
         done = log.rows()
         if done and progress:

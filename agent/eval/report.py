@@ -69,10 +69,17 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list
             *("| " + " | ".join(row) + " |" for row in rows)]
 
 
-def file_stem(dataset: str, model: str) -> str:
-    """``popqa-smollm2-135m``; a model path or Hub id becomes a safe file name."""
+def file_stem(dataset: str, model: str, *tags: str | None) -> str:
+    """``popqa-smollm2-135m``, then each tag given (``popqa-smollm2-135m-test-reworded``: a run on
+    the test half in a model's wording); a model path or Hub id becomes a safe file name."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/").replace("/", "--")).strip("_") or "model"
-    return f"{dataset}-{safe}"
+    return "-".join([dataset, safe, *(tag for tag in tags if tag)])
+
+
+def run_tags(settings: dict[str, Any]) -> tuple[str | None, ...]:
+    """The file-name tags of a run with ``settings``: its half, and ``reworded`` for a run in a
+    model's wording."""
+    return settings.get("half"), "reworded" if settings.get("wording") else None
 
 
 @dataclass
@@ -89,7 +96,11 @@ class EvalReport:
 
     def title(self) -> str:
         total = self.results[0].score.total if self.results else 0
-        return f"{DATASET_TITLES.get(self.dataset, self.dataset)}, {total} questions, {self.model}"
+        how = [f"{self.settings['half']} half"] if self.settings.get("half") else []
+        if self.settings.get("wording"):
+            how.append(f"reworded by {self.settings['wording']['model']}")
+        how_text = f" ({', '.join(how)})" if how else ""
+        return f"{DATASET_TITLES.get(self.dataset, self.dataset)}, {total} questions{how_text}, {self.model}"
 
     def as_dict(self) -> dict[str, Any]:
         questions: list[dict[str, Any]] = []
@@ -166,7 +177,7 @@ class EvalReport:
 
     def paths(self, out_dir: Path) -> tuple[Path, Path]:
         """Where :meth:`write` puts the JSON and the Markdown."""
-        stem = file_stem(self.dataset, self.model)
+        stem = file_stem(self.dataset, self.model, *run_tags(self.settings))
         return Path(out_dir) / f"{stem}.json", Path(out_dir) / f"{stem}.md"
 
     def write(self, out_dir: Path) -> tuple[Path, Path]:
@@ -174,7 +185,7 @@ class EvalReport:
         each atomically."""
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        stem = file_stem(self.dataset, self.model)
+        stem = file_stem(self.dataset, self.model, *run_tags(self.settings))
         json_path, md_path = self.paths(out_dir)
         if self.results:
             self.figures = [p.name for p in write_plots(self, out_dir, stem)]

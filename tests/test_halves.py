@@ -1,0 +1,85 @@
+"""The frozen dev and test halves of every evaluation set, and questions in a model's wording
+(``factweave eval --half``, ``factweave eval reword``, ``--wording``)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import DATA, REPO
+
+from agent.errors import FactweaveError, InputError
+from agent.eval.datasets import load_questions
+from agent.eval.halves import half_of
+from agent.eval.wordings import read_wordings, reworded
+
+EVAL = DATA / "eval"
+SETS = [("popqa", EVAL / "popqa_mini.json"), ("musique", EVAL / "musique_mini_with_paragraphs.json"),
+        ("hotpotqa", EVAL / "hotpotqa_mini_with_context.json"), ("2wiki", EVAL / "2wiki_mini_questions.json"),
+        ("kamel", DATA / "kamel_mini"), ("kamel-chat", DATA / "kamel_chat_mini")]
+
+
+@pytest.mark.parametrize(("dataset", "path"), SETS, ids=[s[0] for s in SETS])
+def test_every_question_is_in_one_half_whatever_the_sample(dataset, path):
+    """The halves split every set: disjoint, together the whole set, and a question's half does not
+    depend on the sample's size or seed (a limit takes its questions within the half; kamel-chat's
+    seed also picks which relation a follow-up asks first, which makes another question)."""
+    for seed in (0, 1):
+        every = {q.id for q in load_questions(dataset, path, seed=seed)}
+        dev = {q.id for q in load_questions(dataset, path, half="dev", seed=seed)}
+        test = {q.id for q in load_questions(dataset, path, half="test", seed=seed)}
+        assert dev | test == every and not dev & test
+        assert {q.id for q in load_questions(dataset, path, half="test", limit=1, seed=seed)} <= test
+
+
+def test_the_split_is_frozen():
+    """The same ids fall in the same halves on every machine and in every version: a question read
+    while building never moves into the test half (these ids are the bundled sets')."""
+    pinned = {q.id: half_of(q.id) for q in load_questions("2wiki", EVAL / "2wiki_mini_questions.json")}
+    assert list(pinned.values()) == ["test", "dev", "test"], pinned
+
+
+def test_a_follow_up_and_its_standalone_twin_share_a_half():
+    questions = load_questions("kamel-chat", DATA / "kamel_chat_mini")
+    pairs = {}
+    for q in questions:
+        if q.meta["kind"] in ("follow-up", "standalone"):
+            pairs.setdefault(q.meta["twin"], set()).add(q.meta["kind"])
+    assert pairs and all(kinds == {"follow-up", "standalone"} for kinds in pairs.values())
+    for half in ("dev", "test"):
+        kinds = [q.meta["kind"] for q in load_questions("kamel-chat", DATA / "kamel_chat_mini", half=half)]
+        assert kinds.count("follow-up") == kinds.count("standalone")
+
+
+def test_an_unknown_half_is_refused():
+    with pytest.raises(FactweaveError, match="unknown half 'train'"):
+        load_questions("popqa", EVAL / "popqa_mini.json", half="train")
+
+
+def test_a_wordings_file_names_its_bad_line_and_every_question_needs_one(tmp_path):
+    questions = load_questions("popqa", EVAL / "popqa_mini.json")
+    path = tmp_path / "w.jsonl"
+    path.write_text(json.dumps({"id": questions[0].id, "text": "Reworded?", "model": "m"}) + "\n{oops\n")
+    with pytest.raises(InputError, match=r"w\.jsonl:2: not JSON"):
+        read_wordings(path)
+    path.write_text(json.dumps({"id": questions[0].id, "text": "Reworded?", "model": "m"}) + "\n")
+    with pytest.raises(FactweaveError, match=r"2 of the 3 questions have no wording"):
+        reworded(questions, read_wordings(path), path)
+    one = reworded(questions[:1], read_wordings(path), path)[0]
+    assert (one.text, one.answers, one.id, one.meta["original"]) == \
+        ("Reworded?", questions[0].answers, questions[0].id, questions[0].text)
+
+
+def test_the_table_puts_the_halves_side_by_side_with_their_gap(tmp_path):
+    def report(half: str, em: float) -> dict:
+        return {"dataset": "2wiki", "model": "m", "title": f"2WikiMultiHopQA ({half} half)",
+                "settings": {"half": half}, "questions": [{}] * 4,
+                "scores": {"agent": {"exact_accuracy": em, "f1": em, "proven": em, "wrong_grounded": 0.0,
+                                     "seconds_per_question": 1.0}}}
+    for half, em in (("dev", 0.75), ("test", 0.5)):
+        (tmp_path / f"2wiki-m-{half}.json").write_text(json.dumps(report(half, em)))
+    out = subprocess.run([sys.executable, "benchmarks/reasoning_table.py", str(tmp_path)], capture_output=True,
+                         text=True, cwd=REPO, check=True).stdout
+    gap = next(line for line in out.splitlines() if line.startswith("| gap dev - test"))
+    assert gap.endswith("| +25.0 / +25.0 / +25.0 / +0.0 |"), out
