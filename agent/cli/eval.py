@@ -2,6 +2,7 @@
 (mirrors :func:`agent.eval.evaluation.run_evaluation`)."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -258,11 +259,15 @@ def eval_reword(dataset, data, limit, half, seed, split, kind, model, base_url, 
     from tqdm.auto import tqdm
 
     from ..llm.client import chat_client_from_env
+    from ..runtime import load_settings_model
 
     questions = load_questions(dataset, data_path(dataset, data), limit=limit, split=split, seed=seed, kind=kind,
                                half=half)
     settings = load_settings(None, model=model)
-    chat = chat_client_from_env(model=llm_model, base_url=base_url, local_model=settings.model)
+    endpoint = base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")
+    # The local model on the settings' engine (llama.cpp where installed), only when no endpoint rewords.
+    chat = chat_client_from_env(model=llm_model, base_url=base_url,
+                                local_model=None if endpoint else load_settings_model(settings))
     with tqdm(total=len(questions), desc=f"{dataset}: rewording", unit=" q", file=sys.stderr) as bar:
         rows = reword_questions(questions, chat, on_progress=bar.update)
     write_wordings(out, rows)
