@@ -4,7 +4,9 @@ each method's EM / token F1 / proven / wrong-but-grounded / seconds per question
 proven: right (EM) and grounded, over all the questions; wrong but grounded: share of the
 answers marked grounded that are wrong. A run on one half (``factweave eval ... --half dev|test``,
 agent.eval.halves) is named so; where a folder holds both halves of a run, a third row gives the
-gap, dev minus test, in points (EM / F1 / proven / wrong but grounded): a gap is a finding. Usage::
+gap, dev minus test, in points (EM / F1 / proven / wrong but grounded), and where it holds a test
+half asked in a model's words too (``--wording``), the gap own wording minus reworded: a gap is a
+finding. Usage::
 
     python benchmarks/reasoning_table.py benchmarks/results/eval/reasoning/checked
 """
@@ -38,9 +40,16 @@ def gap_cell(dev: dict, test: dict) -> str:
     return " / ".join(one(key) for key in GAP_KEYS)
 
 
+def _gap_row(title: str, first: dict, second: dict) -> str:
+    return "| " + " | ".join([title, *(gap_cell(first[m], second[m]) if m in first and m in second else ""
+                                        for m in METHODS)]) + " |"
+
+
 def rows(folder: Path) -> list[str]:
+    """One row per report under ``folder``, then the gap rows of the runs on halves: dev minus
+    test (the set's own wording), and the test half's own wording minus its rewording."""
     out = []
-    halves: dict[tuple[str, str], dict[str, dict]] = {}
+    runs: dict[tuple[str, str], dict[tuple[str, bool], dict]] = {}
     for path in sorted(folder.rglob("*.json")):
         data = json.loads(path.read_text())
         if "scores" not in data:
@@ -50,15 +59,17 @@ def rows(folder: Path) -> list[str]:
         where = str(path.parent.relative_to(folder) or ".")
         name = f"{data.get('title') or data['dataset']} ({n}; {where})"
         out.append("| " + " | ".join([name, *(cell(scores[m]) if m in scores else "" for m in METHODS)]) + " |")
-        half = (data.get("settings") or {}).get("half")
-        if half:
-            label = f"{data['dataset']}, {data.get('model')}"
-            pair = halves.setdefault((where, label), {})
-            pair[half] = scores
-            if len(pair) == 2:
-                out.append("| " + " | ".join([f"gap dev - test, points ({label}; {where})",
-                                              *(gap_cell(pair["dev"][m], pair["test"][m])
-                                                if m in pair["dev"] and m in pair["test"] else "" for m in METHODS)])
+        settings = data.get("settings") or {}
+        if settings.get("half"):
+            runs.setdefault((where, f"{data['dataset']}, {data.get('model')}"), {})[
+                (settings["half"], bool(settings.get("wording")))] = scores
+    for (where, label), seen in runs.items():
+        for first, second, what in ((("dev", False), ("test", False), "dev - test"),
+                                    (("test", False), ("test", True), "own wording - reworded, test half")):
+            if first in seen and second in seen:
+                out.append("| " + " | ".join([f"gap {what}, points ({label}; {where})",
+                                              *(gap_cell(seen[first][m], seen[second][m])
+                                                if m in seen[first] and m in seen[second] else "" for m in METHODS)])
                            + " |")
     return out
 

@@ -71,15 +71,18 @@ def test_a_wordings_file_names_its_bad_line_and_every_question_needs_one(tmp_pat
         ("Reworded?", questions[0].answers, questions[0].id, questions[0].text)
 
 
-def test_the_table_puts_the_halves_side_by_side_with_their_gap(tmp_path):
-    def report(half: str, em: float) -> dict:
+def test_the_table_puts_the_halves_side_by_side_with_their_gaps(tmp_path):
+    def report(half: str, em: float, wording: dict | None = None) -> dict:
         return {"dataset": "2wiki", "model": "m", "title": f"2WikiMultiHopQA ({half} half)",
-                "settings": {"half": half}, "questions": [{}] * 4,
+                "settings": {"half": half, **({"wording": wording} if wording else {})}, "questions": [{}] * 4,
                 "scores": {"agent": {"exact_accuracy": em, "f1": em, "proven": em, "wrong_grounded": 0.0,
                                      "seconds_per_question": 1.0}}}
-    for half, em in (("dev", 0.75), ("test", 0.5)):
-        (tmp_path / f"2wiki-m-{half}.json").write_text(json.dumps(report(half, em)))
+    (tmp_path / "2wiki-m-dev.json").write_text(json.dumps(report("dev", 0.75)))
+    (tmp_path / "2wiki-m-test.json").write_text(json.dumps(report("test", 0.5)))
+    (tmp_path / "2wiki-m-test-reworded.json").write_text(json.dumps(report("test", 0.25, {"model": "r", "file": "f"})))
     out = subprocess.run([sys.executable, "benchmarks/reasoning_table.py", str(tmp_path)], capture_output=True,
                          text=True, cwd=REPO, check=True).stdout
-    gap = next(line for line in out.splitlines() if line.startswith("| gap dev - test"))
-    assert gap.endswith("| +25.0 / +25.0 / +25.0 / +0.0 |"), out
+    gaps = [line for line in out.splitlines() if line.startswith("| gap")]
+    assert len(gaps) == 2, out
+    assert gaps[0].startswith("| gap dev - test") and gaps[0].endswith("| +25.0 / +25.0 / +25.0 / +0.0 |"), out
+    assert gaps[1].startswith("| gap own wording - reworded") and gaps[1].endswith("| +25.0 / +25.0 / +25.0 / +0.0 |")
