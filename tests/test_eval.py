@@ -279,6 +279,8 @@ def test_cli_writes_json_and_markdown_for_the_test_half_in_a_models_words(tmp_pa
     picked = load_questions("kamel", KAMEL, limit=2, half="test")
     assert [r["id"] for r in rows] == [q.id for q in picked]
     assert all(r["text"] and r["model"] == "smollm2-135m" and r["original"] == q.text for r, q in zip(rows, picked))
+    # At least one wording differs from the set's, else asking the file could not be told from ignoring it.
+    assert any(r["text"] != q.text for r, q in zip(rows, picked)), rows
     out = tmp_path / "out"
     proc = run_cli("eval", "kamel", "--data", str(KAMEL), "--method", "llm-only", "--limit", "2", "--half", "test",
                    "--wording", str(words), "--no-judge", "--model", "smollm2-135m", "--max-tokens", "24",
