@@ -32,6 +32,12 @@ JOURNAL = ("Who was the first president of the association which published Journ
      ["<Carolyn Eisele> <occupation> <mathematician> ."], True),
     ("What is Carolyn Eisele's occupation?", "Carolyn Eisele is a physicist.",
      ["<Carolyn Eisele> <occupation> <mathematician> ."], False),
+    # words spread over a triple's relation and object name nothing it states (a saved 0.5B
+    # answer, passed before)
+    ("What party was Lornna Soto a member of?", "New Political Party",
+     ["<Lornna Soto> <member of political party> <New Progressive Party> ."], False),
+    ("What party was Lornna Soto a member of?", "the New Progressive Party",
+     ["<Lornna Soto> <member of political party> <New Progressive Party> ."], True),
     # a statement anchors with a whole name of the question, not a first name alone
     ("In what city was Tony Shields born?", "Tony Clark",
      ["Tony Clark played in Major League Baseball as a first baseman from 1995 to 2009."], False),

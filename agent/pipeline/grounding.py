@@ -146,7 +146,8 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
     # ones, all in one fact of the chain.
     content = [w for w in words if w not in _SMALL_WORDS]
     if len(words) > 1 and content and len(words) <= _MAX_SENTENCE_WORDS:
-        holding = [i for i in chain if set(content) <= set(_fact_words(stated[i].text))]
+        holding = [i for i in chain if set(content) <= set(_fact_words(stated[i].text))
+                   and _names_an_end(stated[i], words)]
         if holding:
             broken = _broken_away(question, stated, chain, holding) or _asked_about_unreached(question, stated,
                                                                                               chain, holding)
@@ -160,6 +161,15 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
         return Grounding(True, computed, tuple(chain), computed=True)
     return Grounding(False, f"the answer is in no fact of the chain ({len(chain)} fact"
                             f"{'' if len(chain) == 1 else 's'}) and no step computes it", tuple(chain))
+
+
+def _names_an_end(fact: _Stated, words: Sequence[str]) -> bool:
+    """Whether a sentence answer (``words``) names a triple's subject or object whole: its words
+    spread over the triple's parts ("New Political Party" over ``<member of political party>
+    <New Progressive Party>``) say nothing the triple says. A statement: always."""
+    if fact.triple is None:
+        return True
+    return any(_contains(list(words), normalize_answer(end).split()) for end in (fact.triple[0], fact.triple[2]))
 
 
 def _short(fact: _Stated, words: Sequence[str]) -> str:
