@@ -184,3 +184,30 @@ def test_the_default_models_golden_questions_are_answered_right_from_a_stated_fa
     wrong = golden_lost(default_generator, DATA / "golden_questions_default.txt")
     assert not wrong, f"{len(wrong)} golden questions of {DEFAULT_MODEL} lost:\n" + "\n".join(wrong)
 
+
+
+# Written for this test in other wordings than any set's: where the embeddings read another
+# relation close behind the fact's own, the default model reads the question among the knowledge's
+# labels; a fact of the right subject that says something else stays refused.
+@pytest.mark.parametrize(("question", "fact", "passed"), [
+    ("What country is the Tarn Valley dairy located in?", "<Tarn Valley dairy> <country> <Norvania> .", True),
+    ("What positions has Ada Varga played on?", "<Ada Varga> <member of political party> <Green Party> .", False),
+    ("What instrument did Ada Varga play?", "<Ada Varga> <field of work> <country music> .", False),
+    ("In which town did Ada Varga pass away?", "<Ada Varga> <place of birth> <Tarnby> .", False),
+    ("Which record company put out Ada Varga's albums?", "<Ada Varga> <genre> <pop music> .", False),
+])
+def test_the_model_reads_a_relation_the_embeddings_miss_and_refuses_another(default_loaded, question, fact, passed):
+    from agent.embeddings import Embedder
+    from agent.knowledge.facts import parse_triple
+    from agent.pipeline.asked import AskedChecker, RelationMatcher
+    from agent.pipeline.fact_agent import default_relations, shared_reader
+
+    reader = shared_reader(default_loaded.model, default_loaded.tokenizer)
+    embedder = Embedder()
+    answer = parse_triple(fact)[2]
+    plain = AskedChecker(RelationMatcher(embedder, default_relations(None))).check(question, answer, [fact], [0])
+    read = AskedChecker(RelationMatcher(embedder, default_relations(None), reader=reader)).check(
+        question, answer, [fact], [0])
+    assert read.passed is passed, read.how
+    if passed:  # the embeddings alone withhold it: the model's reading is what passes it
+        assert not plain.passed and read.by == "reading", (plain.how, read.how)

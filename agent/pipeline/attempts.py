@@ -188,7 +188,7 @@ class GenerationAttempts:
                 continue
             check = self.checker.check(question, triple[2], facts, [i],
                                        held=lambda subject: self._relations_held(subject, chain))
-            if check.passed and check.by == "relation":
+            if check.passed and check.by in ("relation", "reading"):
                 return True
         return False
 

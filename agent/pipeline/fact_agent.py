@@ -71,6 +71,7 @@ from ..web.subqueries import write_subqueries
 from .agent_options import AgentOptions
 from .attempts import GenerationAttempts, emit, since
 from .asked import AskedChecker, RelationLabels, RelationMatcher, asked_through
+from .relation_reading import RelationReader
 from .chaining import ChainingTree, role_lead
 from .conversation import Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
 from .grounding import DONT_KNOW, clean_answer, knows
@@ -240,9 +241,10 @@ class FactAgent:
     @property
     def matcher(self) -> RelationMatcher:
         def build() -> RelationMatcher:
+            reader = shared_reader(self.generator.model, self.generator.tokenizer)
             if self._relations is not None:
-                return RelationMatcher(self._embedder(), self._relations)
-            return shared_matcher(self._embedder(), self.generator.index)
+                return RelationMatcher(self._embedder(), self._relations, reader=reader)
+            return shared_matcher(self._embedder(), self.generator.index, reader)
 
         return self._part("matcher", build)
 
@@ -569,14 +571,28 @@ def shared_embedder() -> Any:
         return _SHARED["embedder"]
 
 
-def shared_matcher(embedder: Any, index: FactTree) -> RelationMatcher:
-    """One :class:`RelationMatcher` per embedder and KB index (its relations read and embedded
-    once: agents are made per question in places)."""
-    key = ("matcher", id(embedder), id(index))
+def shared_reader(model: Any, tokenizer: Any) -> RelationReader | None:
+    """One :class:`RelationReader` per model (its examples' key/value cache kept), None for a
+    model that is not a transformers causal LM."""
+    key = ("reader", id(model))
     with _SHARED_LOCK:
         entry = _SHARED.get(key)
-        if entry is None or entry[0] is not embedder or entry[1] is not index:
-            entry = (embedder, index, RelationMatcher(embedder, default_relations(index)))
+        if entry is None or entry[0] is not model:
+            entry = (model, RelationReader.of(model, tokenizer))
+            _SHARED[key] = entry
+            for old in [k for k in _SHARED if k[0] == "reader"][:-2]:
+                del _SHARED[old]
+        return entry[1]
+
+
+def shared_matcher(embedder: Any, index: FactTree, reader: RelationReader | None = None) -> RelationMatcher:
+    """One :class:`RelationMatcher` per embedder, KB index and reader (its relations read and
+    embedded once: agents are made per question in places)."""
+    key = ("matcher", id(embedder), id(index), id(reader))
+    with _SHARED_LOCK:
+        entry = _SHARED.get(key)
+        if entry is None or entry[0] is not embedder or entry[1] is not index or entry[3] is not reader:
+            entry = (embedder, index, RelationMatcher(embedder, default_relations(index), reader=reader), reader)
             _SHARED[key] = entry
             matchers = [k for k in _SHARED if k[0] == "matcher"]
             for old in matchers[:-4]:  # a few at most: each holds its index
