@@ -86,3 +86,30 @@ def test_the_table_puts_the_halves_side_by_side_with_their_gaps(tmp_path):
     assert len(gaps) == 2, out
     assert gaps[0].startswith("| gap dev - test") and gaps[0].endswith("| +25.0 / +25.0 / +25.0 / +0.0 |"), out
     assert gaps[1].startswith("| gap own wording - reworded") and gaps[1].endswith("| +25.0 / +25.0 / +25.0 / +0.0 |")
+
+
+def test_swapped_cases_keep_the_question_and_subject_and_take_another_relation_of_the_same_kind():
+    """The check's cases it must refuse (benchmarks/check_scores.py): a right one-triple answer with
+    another case's relation and object, of the same kind of value, from the same half."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from check_scores import swapped
+
+    def case(i, half, question, fact, right=True):
+        return {"id": f"kamel/{i}", "half": half, "set": "kamel", "question": question, "facts": [fact],
+                "answer": fact.split("> <")[-1].rstrip(" .>"), "right": right, "passed": right}
+
+    cases = [case(1, "dev", "Where was Ada Varga born?", "<Ada Varga> <place of birth> <Pécs> ."),
+             case(2, "dev", "What does Ines Varro do?", "<Ines Varro> <occupation> <painter> ."),
+             case(3, "dev", "When was Ines Varro born?", "<Ines Varro> <date of birth> <1901-02-03> ."),
+             case(4, "test", "Which party is Lou Brandt in?", "<Lou Brandt> <member of political party> <Greens> ."),
+             case(5, "dev", "What genre is Lou Brandt?", "<Lou Brandt> <genre> <jazz> .", right=False)]
+    made = swapped(cases)
+    assert made and all(not c["right"] and c["set"] == "kamel (swapped)" for c in made)
+    by_question = {}
+    for c in made:
+        by_question.setdefault(c["question"], []).append(c["facts"][0])
+    # the same subject, another relation of the same kind, from its own half; a wrong case lends nothing
+    assert sorted(by_question["Where was Ada Varga born?"]) == ["<Ada Varga> <occupation> <painter> ."]
+    assert by_question["What does Ines Varro do?"] == ["<Ines Varro> <place of birth> <Pécs> ."]
+    assert "When was Ines Varro born?" not in by_question  # no other date relation in its half
+    assert "Which party is Lou Brandt in?" not in by_question  # alone in the test half

@@ -1,0 +1,247 @@
+"""Today's answer checks on the labelled cases (``benchmarks/data/check_cases.jsonl``), dev and
+test halves side by side: the rule checks of ``agent/pipeline/asked.py`` as they are now, the
+local model's verdict (a few-shot yes/no, ``prompts/check/verdict.txt``) with its threshold
+fitted on the dev half only, and the two together.
+
+The rule checks run as the agent runs them: the answer grounded in a connected chain of the stated
+facts first (``agent/pipeline/grounding.py``), a computed answer not checked, then the check on
+that chain. Only look-ups count (a question over two options is answered by the comparison step).
+The saved runs keep a follow-up as it was asked ("What about their occupation?"), not as the
+agent rewrote it, so the checks see less than they do in a conversation. The rule check's relation matcher knows the
+bundled Wikidata relations (the KAMEL sets' relations are Wikidata's), not each run's index.
+
+Usage::
+
+    python benchmarks/check_scores.py --model qwen2.5-coder-0.5b            # score, fit on dev, report
+    python benchmarks/check_scores.py --model qwen2.5-coder-1.5b --test     # also the test half, to report
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tqdm import tqdm  # noqa: E402
+
+CASES = REPO / "benchmarks" / "data" / "check_cases.jsonl"
+SCORED = REPO / "benchmarks" / "results" / "check_scores.jsonl"
+
+
+def key(case: dict) -> str:
+    return json.dumps([case["id"], case["answer"], case["facts"]], ensure_ascii=False)
+
+
+def lookups(cases: list[dict]) -> list[bool]:
+    """Whether each case's question is a look-up as the agent reads it (:class:`PlanReader`):
+    a question over two options is answered by the comparison step, in code, not by a stated
+    fact the check would judge."""
+    from agent.embeddings import Embedder
+    from agent.pipeline.plan import PlanReader
+
+    reader = PlanReader(Embedder())
+    return [reader.plan(c["question"]).kind == "lookup" for c in tqdm(cases, desc="plans", unit="case")]
+
+
+def swapped(cases: list[dict]) -> list[dict]:
+    """Cases the relation check must refuse, made from the right one-triple answers: the same
+    question and subject with the relation and object of another case's triple (one whose values
+    are of the same kind: both dates or numbers, or both things), two per case, from the same half.
+    What the agent states when it takes a fact of the right subject that says something else."""
+    from agent.knowledge.facts import parse_triple
+
+    singles = [(c, parse_triple(c["facts"][0])) for c in cases
+               if c["right"] and len(c["facts"]) == 1 and "/follow-up/" not in c["id"]]
+    singles = [(c, t) for c, t in singles if t is not None]
+    out = []
+    for case, (subject, predicate, obj) in singles:
+        dated = any(ch.isdigit() for ch in obj)
+        others = sorted({(t[1], t[2]) for c, t in singles if c["half"] == case["half"] and t[1] != predicate
+                         and any(ch.isdigit() for ch in t[2]) == dated},
+                        key=lambda pair: hashlib.sha256(f"{case['id']}/{pair}".encode()).hexdigest())
+        for relation, value in others[:2]:
+            out.append({**case, "id": f"{case['id']}/swap/{relation}", "set": f"{case['set']} (swapped)",
+                        "facts": [f"<{subject}> <{relation}> <{value}> ."], "answer": value, "right": False,
+                        "passed": False})
+    return out
+
+
+def rule_verdicts(cases: list[dict], reader: str | None = None) -> list[bool]:
+    from agent.embeddings import Embedder
+    from agent.pipeline.asked import AskedChecker, RelationMatcher
+    from agent.pipeline.fact_agent import default_relations
+
+    from agent.pipeline.grounding import clean_answer, ground
+
+    read = None
+    if reader:
+        from agent.models import load_model
+        from agent.pipeline.relation_reading import RelationReader
+
+        loaded = load_model(reader)
+        read = RelationReader(loaded.model, loaded.tokenizer)
+    checker = AskedChecker(RelationMatcher(Embedder(), default_relations(None), reader=read))
+    out = []
+    for case in tqdm(cases, desc="rule checks", unit="case"):
+        # As the agent does (attempts.py): grounded in a connected chain first; a computed answer
+        # (a count, a date difference) is not checked; else the check on the grounding's chain.
+        facts, question = case["facts"], case["question"]
+        grounding = ground(question, case["answer"], facts)
+        if not grounding.grounded or grounding.computed:
+            out.append(bool(grounding.grounded))
+            continue
+        answer = grounding.short or clean_answer(case["answer"])
+        out.append(bool(checker.check(question, answer, facts, grounding.facts).passed))
+    return out
+
+
+def model_scores(cases: list[dict], model: str) -> list[float]:
+    """The model's verdict on each case: log P(" Yes") - log P(" No") after the few-shot prompt
+    ``prompts/check/verdict.txt`` (invented names; triples and statements), on the model's
+    engine (llama.cpp where built: the examples read once and kept, as the agent's prompts are)."""
+    from string import Template
+
+    import torch
+
+    from agent.llm.next_token import NextTokenLogits
+    from agent.models import load_model
+    from agent.prompts import read_prompt
+
+    loaded = load_model(model, engine="auto")
+    template, ids = Template(read_prompt("check/verdict.txt")), NextTokenLogits(loaded).ids
+    yes, no = ids(" Yes")[0], ids(" No")[0]
+
+    def render(c: dict) -> str:
+        return template.substitute(question=" ".join(c["question"].split()), answer=" ".join(c["answer"].split()),
+                                   facts="\n".join(f"- {' '.join(f.split())}" for f in c["facts"]))
+
+    out: list[float] = []
+    for case in tqdm(cases, desc=f"verdicts ({model})", unit="case"):
+        text = render(case)
+        prefix = text[:text.rindex("Question: ")]
+        if loaded.steps is not None:
+            row, _ = loaded.steps.feed(ids(text[len(prefix):]), loaded.steps.pending(ids(prefix), None))
+        else:
+            row = NextTokenLogits(loaded).logits([text])[0]
+        logprobs = torch.log_softmax(row.reshape(-1).float(), dim=-1)
+        out.append(float(logprobs[yes] - logprobs[no]))
+    return out
+
+
+def scores(cases: list[dict], passed: list[bool]) -> dict:
+    hits = sum(p and c["right"] for c, p in zip(cases, passed))
+    n_passed, n_right = sum(passed), sum(c["right"] for c in cases)
+    return {"cases": len(cases), "right": n_right, "passed": n_passed,
+            "precision": round(hits / n_passed, 3) if n_passed else None,
+            "recall": round(hits / n_right, 3) if n_right else None,
+            "passed_wrong": n_passed - hits, "withheld_right": n_right - hits}
+
+
+def fit(cases: list[dict], values: list[float], floor: float = 0.9) -> float:
+    """The threshold on the dev cases with the best F1 of "right" among those keeping at least
+    ``floor`` of the recall the check would have passing everything (so it withholds few right ones)."""
+    ranked = sorted(set(values))
+    best, best_f = ranked[0], -1.0
+    right = sum(c["right"] for c in cases)
+    for t in ranked:
+        passed = [v >= t for v in values]
+        hits = sum(p and c["right"] for c, p in zip(cases, passed))
+        if not passed or right == 0 or hits / right < floor:
+            continue
+        precision, recall = hits / max(1, sum(passed)), hits / right
+        f = 2 * precision * recall / (precision + recall) if hits else 0.0
+        if f > best_f:
+            best, best_f = t, f
+    return best
+
+
+def auc(cases: list[dict], values: list[float]) -> float | None:
+    pos = [v for c, v in zip(cases, values) if c["right"]]
+    neg = [v for c, v in zip(cases, values) if not c["right"]]
+    if not pos or not neg:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return round(wins / (len(pos) * len(neg)), 3)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--verdict", default=None, help="also the few-shot yes/no verdict of this model")
+    parser.add_argument("--floor", type=float, default=0.9, help="recall kept at least, of passing everything (dev)")
+    parser.add_argument("--reader", default=None, help="the rule checks with this model reading relations")
+    parser.add_argument("--rules-again", action="store_true", help="run the rule checks again (after a change)")
+    parser.add_argument("--test", action="store_true",
+                        help="also score the test half (only to report: build and fit on dev alone)")
+    parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "check_scores.json")
+    args = parser.parse_args()
+    cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    halves = ("dev", "test") if args.test else ("dev",)
+    cases = [c for c in cases if c["half"] in halves]
+    cases += swapped(cases)
+    saved = {}
+    if SCORED.exists():
+        saved = {row["key"]: row for row in map(json.loads, SCORED.read_text(encoding="utf-8").splitlines())}
+    rules = f"rules/{args.reader}" if args.reader else "rules"
+    todo = [c for c in cases if "lookup" not in saved.get(key(c), {})]
+    if todo:
+        for c, v in zip(todo, lookups(todo)):
+            saved.setdefault(key(c), {"key": key(c)})["lookup"] = v
+    for field_, reader in {"rules": None, rules: args.reader}.items():
+        todo = [c for c in cases if args.rules_again or field_ not in saved.get(key(c), {})]
+        if todo:
+            for c, v in zip(todo, rule_verdicts(todo, reader)):
+                saved.setdefault(key(c), {"key": key(c)})[field_] = v
+    field = f"score/{args.verdict}"
+    todo = [c for c in cases if field not in saved.get(key(c), {})] if args.verdict else []
+    if todo:
+        start = time.perf_counter()
+        for c, v in zip(todo, model_scores(todo, args.verdict)):
+            saved.setdefault(key(c), {"key": key(c)})[field] = v
+        print(f"{len(todo)} verdicts in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    SCORED.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in saved.values()), encoding="utf-8")
+    every = len(cases)
+    cases = [c for c in cases if saved[key(c)]["lookup"] and "/follow-up/" not in c["id"]]
+    print(f"{len(cases)} of {every} cases: look-ups (the rest are answered by the comparison step) "
+          "asked whole (a follow-up is checked as the agent rewrote it, which the runs do not keep)")
+    rows = [saved[key(c)] for c in cases]
+    checks = {
+        "historic (the check at each run's commit)": [c["passed"] for c in cases],
+        "rules (today's asked.py)": [r["rules"] for r in rows],
+    }
+    if args.reader:
+        checks[f"rules, relations also read by {args.reader}"] = [r[rules] for r in rows]
+    table: dict = {"cases": str(CASES.relative_to(REPO)), "checks": {}}
+    if args.verdict:
+        dev = [i for i, c in enumerate(cases) if c["half"] == "dev"]
+        threshold = fit([cases[i] for i in dev], [rows[i][field] for i in dev], args.floor)
+        checks[f"verdict ({args.verdict}, >= {threshold:+.2f} fitted on dev)"] = [r[field] >= threshold for r in rows]
+        checks["rules and verdict"] = [r["rules"] and r[field] >= threshold for r in rows]
+        table.update(verdict=args.verdict, threshold=threshold, floor=args.floor,
+                     auc={half: auc([c for c in cases if c["half"] == half],
+                                    [r[field] for c, r in zip(cases, rows) if c["half"] == half]) for half in halves})
+    print("| check | set | half | cases | right | passed | precision | recall | passed wrong | withheld right |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, passed in checks.items():
+        table["checks"][name] = {}
+        for group in ["all", *sorted({c["set"] for c in cases})]:
+            for half in halves:
+                idx = [i for i, c in enumerate(cases) if c["half"] == half and (group == "all" or c["set"] == group)]
+                s = scores([cases[i] for i in idx], [passed[i] for i in idx])
+                table["checks"][name].setdefault(group, {})[half] = s
+                if s["cases"] and (group == "all" or name != "historic (the check at each run's commit)"):
+                    print(f"| {name} | {group} | {half} | {s['cases']} | {s['right']} | {s['passed']} | {s['precision']} | "
+                          f"{s['recall']} | {s['passed_wrong']} | {s['withheld_right']} |")
+    if args.verdict:
+        print(f"\nverdict AUC (right vs wrong): {table['auc']}")
+    if args.test:  # a dev-only run is a working one: the published figures have both halves
+        args.json.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
