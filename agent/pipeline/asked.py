@@ -119,7 +119,8 @@ class AskedCheck:
     """The outcome for one answer: ``passed``; ``fact``: the index (into the stated facts) of
     the fact checked; ``says``: what that fact says (its relation, or "the statement");
     ``asks``: what the question asks (the closest relation) when known; ``by``: "relation"
-    (embedding), "type" (the answer's type) or "chain" (asked through a relative or role);
+    (embedding), "reading" (the local model's reading of the relation asked), "type" (the
+    answer's type) or "chain" (asked through a relative or role);
     ``score``: the cosine gap; ``how``: one line for the trace and the UI."""
 
     passed: bool
