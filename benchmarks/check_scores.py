@@ -113,7 +113,8 @@ def model_scores(cases: list[dict], model: str) -> list[float]:
     from agent.prompts import read_prompt
 
     loaded = load_model(model, engine="auto")
-    template, ids = Template(read_prompt("check/verdict.txt")), NextTokenLogits(loaded).ids
+    scorer = NextTokenLogits(loaded)
+    template, ids = Template(read_prompt("check/verdict.txt")), scorer.ids
     yes, no = ids(" Yes")[0], ids(" No")[0]
 
     def render(c: dict) -> str:
@@ -127,7 +128,7 @@ def model_scores(cases: list[dict], model: str) -> list[float]:
         if loaded.steps is not None:
             row, _ = loaded.steps.feed(ids(text[len(prefix):]), loaded.steps.pending(ids(prefix), None))
         else:
-            row = NextTokenLogits(loaded).logits([text])[0]
+            row = scorer.logits([text])[0]
         logprobs = torch.log_softmax(row.reshape(-1).float(), dim=-1)
         out.append(float(logprobs[yes] - logprobs[no]))
     return out

@@ -47,7 +47,14 @@ class RelationReader:
         whole = template.substitute(question="\ue000")
         self._prefix, self._middle = whole.split("\ue000")
         self._lock = threading.Lock()  # one reading at a time (the kept cache)
+        self._head_ids: list[int] | None = None
         self._cache: tuple[list[int], Any] | None = None  # the examples' tokens, their key/value cache
+
+    def _head(self) -> list[int]:
+        """The examples' tokens (tokenized once)."""
+        if self._head_ids is None:
+            self._head_ids = self._ids(self._prefix)
+        return self._head_ids
 
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -56,7 +63,7 @@ class RelationReader:
         if not labels:
             return []
         text = self._prefix + " ".join(question.split()) + self._middle
-        head, whole = self._ids(self._prefix), self._ids(text)
+        head, whole = self._head(), self._ids(text)
         if whole[: len(head)] != head:  # the question's first word joined the examples' last token
             head = []
         asked = whole[len(head):]
