@@ -1,4 +1,14 @@
-"""The local model reading which relation a question asks, among the knowledge's own labels.
+"""The local model reading which relations a question asks, among the knowledge's own labels.
+
+Two readers share one way of running the model (a few examples whose key/value cache is kept,
+then the question on it):
+
+- :class:`RelationReader` scores given labels as the one relation a question asks;
+- :class:`PathReader` writes the chain of relations a question follows from the thing it names
+  to what it asks ("Who is the father-in-law of X?" -> ``spouse > father``), decoding constrained
+  to the knowledge's labels (a prefix tree of their tokens, ReFactX's own tool applied to the
+  relations: every step it writes is a label, the steps joined by " > "). Compositions of kinship
+  and roles follow from the relations the model knows, not from a list of words.
 
 Sentence embeddings read a question's relation well where its words are the label's ("What is
 the voice type of X?") and badly where a few words decide ("Where did X die?" embeds closer to
@@ -20,53 +30,90 @@ Example::
     reader = RelationReader(loaded.model, loaded.tokenizer)
     reader.best("Where did X die?", ["date of death", "place of death", "place of burial"])
     # "place of death"
+    paths = PathReader(loaded.model, loaded.tokenizer, ["spouse", "father", "mother", "place of birth"])
+    paths.read("Who is the father-in-law of X?")
+    # ("spouse", "father")
 """
 from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from string import Template
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from ..models import cache_keyword
 from ..prompts import read_prompt
+from .plan import masked_question
 
 RELATION_PROMPT = "check/relation.txt"
+PATH_PROMPT = "plan/path.txt"
+# The longest chain a path may be (steps); a question naming more relations is read to this many.
+MAX_STEPS = 3
 
 
-class RelationReader:
-    """``scores(question, labels)``: the mean log-probability of each label's tokens as the
-    relation ``question`` asks (its names put as "X"); ``best(...)``: the highest scored."""
+class _ExamplesReader:
+    """A prompt of examples, then a question: the examples tokenized and run once (their
+    key/value cache kept), the question read on a copy of it."""
 
-    def __init__(self, model: Any, tokenizer: Any) -> None:
+    def __init__(self, model: Any, tokenizer: Any, prompt: str) -> None:
         self.model, self.tokenizer = model, tokenizer
-        template = Template(read_prompt(RELATION_PROMPT))
-        whole = template.substitute(question="\ue000")
+        whole = Template(read_prompt(prompt)).substitute(question="\ue000")
         self._prefix, self._middle = whole.split("\ue000")
         self._lock = threading.Lock()  # one reading at a time (the kept cache)
         self._head_ids: list[int] | None = None
         self._cache: tuple[list[int], Any] | None = None  # the examples' tokens, their key/value cache
-
-    def _head(self) -> list[int]:
-        """The examples' tokens (tokenized once)."""
-        if self._head_ids is None:
-            self._head_ids = self._ids(self._prefix)
-        return self._head_ids
+        self._key = cache_keyword(model)
+        self._device = getattr(model, "device", torch.device("cpu"))
 
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    def _split(self, question: str) -> tuple[list[int], list[int]]:
+        """The examples' tokens (tokenized once) and the question's after them."""
+        if self._head_ids is None:
+            self._head_ids = self._ids(self._prefix)
+        head, whole = self._head_ids, self._ids(self._prefix + " ".join(question.split()) + self._middle)
+        if whole[: len(head)] != head:  # the question's first word joined the examples' last token
+            head = []
+        return head, whole[len(head):]
+
+    def _run(self, ids: list[int], cache: Any) -> tuple[torch.Tensor, Any]:
+        """The last position's hidden state after ``ids`` on ``cache`` (None: from the start)."""
+        out = self.model.get_decoder()(input_ids=torch.tensor([ids], device=self._device), use_cache=True,
+                                       **({self._key: cache} if cache is not None else {}))
+        return out.last_hidden_state[0, -1], getattr(out, "cache", None) or out.past_key_values
+
+    def _read(self, head: list[int], asked: list[int]) -> tuple[torch.Tensor, Any]:
+        """The question read on the examples' kept cache: its last hidden state and the cache."""
+        if head and (self._cache is None or self._cache[0] != head):
+            self._cache = (head, self._run(head, None)[1])
+        return self._run(asked, copy.deepcopy(self._cache[1]) if head else None)
+
+    def _next_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.model.get_output_embeddings()(hidden).float().cpu()
+
+    @classmethod
+    def of(cls, model: Any, tokenizer: Any, *args: Any) -> Any:
+        """A reader on ``model`` when it is a transformers causal LM, else None."""
+        if not hasattr(model, "get_decoder") or not hasattr(model, "get_output_embeddings"):
+            return None
+        return cls(model, tokenizer, *args)
+
+
+class RelationReader(_ExamplesReader):
+    """``scores(question, labels)``: the mean log-probability of each label's tokens as the
+    relation ``question`` asks (its names put as "X"); ``best(...)``: the highest scored."""
+
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        super().__init__(model, tokenizer, RELATION_PROMPT)
+
     def scores(self, question: str, labels: Sequence[str]) -> list[float]:
         if not labels:
             return []
-        text = self._prefix + " ".join(question.split()) + self._middle
-        head, whole = self._head(), self._ids(text)
-        if whole[: len(head)] != head:  # the question's first word joined the examples' last token
-            head = []
-        asked = whole[len(head):]
+        head, asked = self._split(question)
         tails = [self._ids(" " + label) for label in labels]
         with self._lock:
             rows = self._logits(head, asked, tails)
@@ -79,20 +126,10 @@ class RelationReader:
     def _logits(self, head: list[int], asked: list[int], tails: list[list[int]]) -> list[torch.Tensor]:
         """The logits before each tail token: the examples' key/value cache (kept), the question
         read once on it, then every candidate's tail in one right-padded batch."""
-        model = self.model
-        device = getattr(model, "device", torch.device("cpu"))
-        key = cache_keyword(model)
-
-        def run(ids: list[int], cache: Any) -> tuple[torch.Tensor, Any]:
-            out = model.get_decoder()(input_ids=torch.tensor([ids], device=device), use_cache=True,
-                                      **({key: cache} if cache is not None else {}))
-            return out.last_hidden_state[0, -1], getattr(out, "cache", None) or out.past_key_values
-
+        model, device = self.model, self._device
         with torch.inference_mode():
-            if head and (self._cache is None or self._cache[0] != head):
-                self._cache = (head, run(head, None)[1])
-            last, cache = run(asked, copy.deepcopy(self._cache[1]) if head else None)
-            first = model.get_output_embeddings()(last).float().cpu().reshape(1, -1)
+            last, cache = self._read(head, asked)
+            first = self._next_logits(last).reshape(1, -1)
             rests = [t[:-1] for t in tails]
             if not any(rests):
                 return [first for _ in tails]
@@ -108,17 +145,113 @@ class RelationReader:
             positions = start + torch.arange(width).expand(len(tails), -1)
             hidden = model.get_decoder()(input_ids=ids.to(device), attention_mask=mask.to(device),
                                          position_ids=positions.to(device), use_cache=True,
-                                         **{key: cache}).last_hidden_state
+                                         **{self._key: cache}).last_hidden_state
             return [torch.cat([first, model.get_output_embeddings()(hidden[row, : len(rest)]).float().cpu()])
                     for row, rest in enumerate(rests)]
-
-    @classmethod
-    def of(cls, model: Any, tokenizer: Any) -> RelationReader | None:
-        """A reader on ``model`` when it is a transformers causal LM, else None."""
-        if not hasattr(model, "get_decoder") or not hasattr(model, "get_output_embeddings"):
-            return None
-        return cls(model, tokenizer)
 
     def best(self, question: str, labels: Sequence[str]) -> str:
         scored = self.scores(question, labels)
         return labels[max(range(len(labels)), key=scored.__getitem__)] if labels else ""
+
+
+class _Node:
+    """A node of the labels' prefix tree: the tokens that may follow, and the label ending here."""
+
+    __slots__ = ("next", "label")
+
+    def __init__(self) -> None:
+        self.next: dict[int, _Node] = {}
+        self.label: str | None = None
+
+
+class PathReader(_ExamplesReader):
+    """``read(question, names)``: the relations ``question`` follows from the thing it names to
+    what it asks, in order, each one of ``labels`` (the model's greedy reading, constrained to
+    them; at most :data:`MAX_STEPS`): the most probable of the paths a beam of ``width``
+    readings finds, each scored by the log-probability of all its tokens, the end included (a
+    greedy reading wrote "spouse > spouse" for "Who was X married to?": the step after a label
+    was likelier than the line's end, the second label not)."""
+
+    def __init__(self, model: Any, tokenizer: Any, labels: Sequence[str], width: int = 4) -> None:
+        super().__init__(model, tokenizer, PATH_PROMPT)
+        self.width = width
+        self.labels = tuple(dict.fromkeys(label for label in labels if label.strip()))
+        self._tokens = {label: self._ids(" " + label) for label in self.labels}
+        self._root = self._tree(self.labels)
+        self._step = self._ids(" >")
+        self._ends = {self._ids(text)[0] for text in ("\n", "\n\n")}
+
+    def _tree(self, labels: Iterable[str]) -> _Node:
+        root = _Node()
+        for label in labels:
+            tokens = self._tokens.get(label)
+            if tokens is None:
+                continue
+            node = root
+            for token in tokens:
+                node = node.next.setdefault(token, _Node())
+            node.label = label
+        return root
+
+    def read(self, question: str, names: Sequence[str] = (),
+             after: Callable[[tuple[str, ...]], Iterable[str]] | None = None) -> tuple[str, ...]:
+        """``after(path)``: the labels that may follow ``path`` (for example the relations the
+        knowledge holds from where it leads); None: any of ``labels``."""
+        if not self.labels:
+            return ()
+        trees: dict[tuple[str, ...], _Node] = {}
+
+        def tree(path: tuple[str, ...]) -> _Node:
+            if after is None:
+                return self._root
+            if path not in trees:
+                trees[path] = self._tree(after(path))
+            return trees[path]
+
+        head, asked = self._split(masked_question(question, names))
+        with self._lock, torch.inference_mode():
+            hidden, cache = self._read(head, asked)
+            beam = [_Reading(0.0, (), tree(()), hidden, cache)]
+            done: list[_Reading] = []
+            while beam:
+                grown = []
+                for reading in beam:
+                    node = reading.node
+                    allowed = list(node.next)
+                    if node.label is not None:
+                        allowed += sorted(self._ends)
+                        if len(reading.path) + 1 < MAX_STEPS and tree(reading.path + (node.label,)).next:
+                            allowed.append(self._step[0])
+                    # The probability among the tokens allowed here: a label's tokens past the
+                    # point where it is the only one left cost nothing (long labels not penalized).
+                    logprobs = torch.log_softmax(self._next_logits(reading.hidden)[allowed], dim=-1)
+                    grown += [(reading.score + float(lp), token, reading) for token, lp in zip(allowed, logprobs)]
+                grown.sort(key=lambda g: g[0], reverse=True)
+                beam = []
+                for score, token, reading in grown[: self.width]:
+                    if done and score < max(d.score for d in done):
+                        break  # every reading only loses probability from here
+                    node = reading.node
+                    if token in node.next:
+                        beam.append(reading.fed(score, reading.path, node.next[token], [token], self))
+                    elif token in self._ends:
+                        done.append(_Reading(score, reading.path + (node.label,), node, reading.hidden, None))
+                    else:
+                        path = reading.path + (node.label,)
+                        beam.append(reading.fed(score, path, tree(path), self._step, self))
+        return max(done, key=lambda d: d.score).path if done else ()
+
+
+class _Reading(NamedTuple):
+    """A path being read: its log-probability so far, the labels written, where it is in the
+    labels' tree, and the model's state after it."""
+
+    score: float
+    path: tuple[str, ...]
+    node: _Node
+    hidden: torch.Tensor
+    cache: Any
+
+    def fed(self, score: float, path: tuple[str, ...], node: _Node, ids: list[int], reader: PathReader) -> _Reading:
+        hidden, cache = reader._run(ids, copy.deepcopy(self.cache))
+        return _Reading(score, path, node, hidden, cache)
