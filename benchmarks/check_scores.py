@@ -12,8 +12,9 @@ bundled Wikidata relations (the KAMEL sets' relations are Wikidata's), not each 
 
 Usage::
 
-    python benchmarks/check_scores.py --model qwen2.5-coder-0.5b            # score, fit on dev, report
-    python benchmarks/check_scores.py --model qwen2.5-coder-1.5b --test     # also the test half, to report
+    python benchmarks/check_scores.py --verdict qwen2.5-coder-0.5b          # score, fit on dev, report
+    python benchmarks/check_scores.py --verdict qwen2.5-coder-1.5b --test   # also the test half, to report
+    python benchmarks/check_scores.py --path qwen2.5-coder-0.5b             # the model's path reading as the check
 """
 from __future__ import annotations
 
@@ -100,6 +101,52 @@ def rule_verdicts(cases: list[dict], reader: str | None = None) -> list[bool]:
     return out
 
 
+def path_verdicts(cases: list[dict], model: str, rules: list[bool]) -> list[bool]:
+    """The model's path reading as the check (:class:`PathReader`): where the grounding's chain is
+    triples, it passes when the path the model reads from the chain's first subject, among the
+    relations the knowledge holds along the way (the demo KB and the shared KAMEL's three splits, PopQA's triples) and the
+    chain's own, is the chain's relations in order; elsewhere (statements) the rules' verdict."""
+    from collections import defaultdict
+
+    from agent.eval.datasets import SHARED_DATA, data_path, popqa_triples
+    from agent.knowledge.facts import parse_triple
+    from agent.knowledge.loaders import load_facts
+    from agent.models import load_model
+    from agent.pipeline.grounding import ground
+    from agent.pipeline.relation_reading import PathReader
+
+    held: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    kamels = [data_path("kamel", None)] + [p for p in [SHARED_DATA / "kamel"] if p.is_dir()]
+    for fact in [*(f for root in kamels for f in load_facts(root)), *popqa_triples(data_path("popqa", None))]:
+        held[fact.subject][fact.predicate].add(fact.object)
+    loaded = load_model(model)
+    reader = PathReader(loaded.model, loaded.tokenizer, sorted({r for rels in held.values() for r in rels}))
+    out = []
+    for case, rule in zip(tqdm(cases, desc="path checks", unit="case"), rules):
+        grounding = ground(case["question"], case["answer"], case["facts"])
+        triples = [parse_triple(case["facts"][i]) for i in sorted(grounding.facts)] if grounding.grounded and not grounding.computed else []
+        if not triples or None in triples:
+            out.append(rule)
+            continue
+        steps = [triples[0]]  # from the first subject, each next triple on the last one's object
+        for triple in triples[1:]:
+            if triple[0] == steps[-1][2]:
+                steps.append(triple)
+        chain = tuple(t[1] for t in steps)
+
+        def after(path: tuple[str, ...], subject: str = triples[0][0], chain: tuple[str, ...] = chain) -> set[str]:
+            here = {subject}
+            for label in path:
+                here = {o for s in here for o in held.get(s, {}).get(label, ())}
+            labels = {r for s in here for r in held.get(s, {})}
+            if chain[: len(path)] == path and len(chain) > len(path):
+                labels.add(chain[len(path)])
+            return labels
+
+        out.append(reader.read(case["question"], [triples[0][0]], after) == chain)
+    return out
+
+
 def model_scores(cases: list[dict], model: str) -> list[float]:
     """The model's verdict on each case: log P(" Yes") - log P(" No") after the few-shot prompt
     ``prompts/check/verdict.txt`` (invented names; triples and statements), on the model's
@@ -175,6 +222,7 @@ def main() -> int:
     parser.add_argument("--verdict", default=None, help="also the few-shot yes/no verdict of this model")
     parser.add_argument("--floor", type=float, default=0.9, help="recall kept at least, of passing everything (dev)")
     parser.add_argument("--reader", default=None, help="the rule checks with this model reading relations")
+    parser.add_argument("--path", default=None, help="also the path this model reads as the check, where chains are triples")
     parser.add_argument("--rules-again", action="store_true", help="run the rule checks again (after a change)")
     parser.add_argument("--test", action="store_true",
                         help="also score the test half (only to report: build and fit on dev alone)")
@@ -197,6 +245,11 @@ def main() -> int:
         if todo:
             for c, v in zip(todo, rule_verdicts(todo, reader)):
                 saved.setdefault(key(c), {"key": key(c)})[field_] = v
+    if args.path:
+        todo = [c for c in cases if f"path/{args.path}" not in saved.get(key(c), {})]
+        if todo:
+            for c, v in zip(todo, path_verdicts(todo, args.path, [saved[key(c)]["rules"] for c in todo])):
+                saved.setdefault(key(c), {"key": key(c)})[f"path/{args.path}"] = v
     field = f"score/{args.verdict}"
     todo = [c for c in cases if field not in saved.get(key(c), {})] if args.verdict else []
     if todo:
@@ -217,6 +270,8 @@ def main() -> int:
     if args.reader:
         checks[f"rules, relations also read by {args.reader}"] = [r[rules] for r in rows]
     table: dict = {"cases": str(CASES.relative_to(REPO)), "checks": {}}
+    if args.path:
+        checks[f"path read by {args.path} (triples; else rules)"] = [r[f"path/{args.path}"] for r in rows]
     if args.verdict:
         dev = [i for i, c in enumerate(cases) if c["half"] == "dev"]
         threshold = fit([cases[i] for i in dev], [rows[i][field] for i in dev], args.floor)
