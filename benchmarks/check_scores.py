@@ -106,21 +106,18 @@ def path_verdicts(cases: list[dict], model: str, rules: list[bool]) -> list[bool
     triples, it passes when the path the model reads from the chain's first subject, among the
     relations the knowledge holds along the way (the demo KB and the shared KAMEL's three splits, PopQA's triples) and the
     chain's own, is the chain's relations in order; elsewhere (statements) the rules' verdict."""
-    from collections import defaultdict
-
     from agent.eval.datasets import SHARED_DATA, data_path, popqa_triples
     from agent.knowledge.facts import parse_triple
     from agent.knowledge.loaders import load_facts
     from agent.models import load_model
     from agent.pipeline.grounding import ground
-    from agent.pipeline.relation_reading import PathReader
+    from agent.pipeline.relation_reading import HeldRelations, PathReader
 
-    held: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     kamels = [data_path("kamel", None)] + [p for p in [SHARED_DATA / "kamel"] if p.is_dir()]
-    for fact in [*(f for root in kamels for f in load_facts(root)), *popqa_triples(data_path("popqa", None))]:
-        held[fact.subject][fact.predicate].add(fact.object)
+    held = HeldRelations((f.subject, f.predicate, f.object) for f in
+                         [*(f for root in kamels for f in load_facts(root)), *popqa_triples(data_path("popqa", None))])
     loaded = load_model(model)
-    reader = PathReader(loaded.model, loaded.tokenizer, sorted({r for rels in held.values() for r in rels}))
+    reader = PathReader(loaded.model, loaded.tokenizer, held.labels)
     out = []
     for case, rule in zip(tqdm(cases, desc="path checks", unit="case"), rules):
         grounding = ground(case["question"], case["answer"], case["facts"])
@@ -134,11 +131,8 @@ def path_verdicts(cases: list[dict], model: str, rules: list[bool]) -> list[bool
                 steps.append(triple)
         chain = tuple(t[1] for t in steps)
 
-        def after(path: tuple[str, ...], subject: str = triples[0][0], chain: tuple[str, ...] = chain) -> set[str]:
-            here = {subject}
-            for label in path:
-                here = {o for s in here for o in held.get(s, {}).get(label, ())}
-            labels = {r for s in here for r in held.get(s, {})}
+        def after(path: tuple[str, ...], held_after=held.after(triples[0][0]), chain: tuple[str, ...] = chain) -> set[str]:
+            labels = held_after(path)  # and the chain's own next relation
             if chain[: len(path)] == path and len(chain) > len(path):
                 labels.add(chain[len(path)])
             return labels

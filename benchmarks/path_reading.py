@@ -33,7 +33,6 @@ import platform
 import statistics
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,26 +72,13 @@ def kb_cases(halves: tuple[str, ...], limit: int) -> list[dict]:
     return out
 
 
-def graph_steps() -> tuple[list[str], object]:
-    """The demo KB's labels, and ``after(subject)``: for a path, the relations the KB holds from
-    what it leads to."""
+def graph_steps():
+    """The demo KB's relations along a path (:class:`HeldRelations`)."""
     from agent.knowledge.kamel import demo_kamel_root
     from agent.knowledge.loaders import load_facts
+    from agent.pipeline.relation_reading import HeldRelations
 
-    held: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for fact in load_facts(demo_kamel_root()):
-        held[fact.subject][fact.predicate].add(fact.object)
-    labels = sorted({r for rels in held.values() for r in rels})
-
-    def after(subject: str):
-        def steps(path: tuple[str, ...]) -> list[str]:
-            here = {subject}
-            for label in path:
-                here = {o for s in here for o in held.get(s, {}).get(label, ())}
-            return sorted({r for s in here for r in held.get(s, {})})
-        return steps
-
-    return labels, after
+    return HeldRelations((f.subject, f.predicate, f.object) for f in load_facts(demo_kamel_root()))
 
 
 def main() -> int:
@@ -109,14 +95,14 @@ def main() -> int:
     loaded = load_model(args.model)
     every = [line.split("\t")[1] for line in
              (REPO / "agent" / "data" / "relations" / "property-labels.tsv").read_text(encoding="utf-8").splitlines()[1:]]
-    kb_labels, after = graph_steps()
+    held = graph_steps()
     readers = {"all": PathReader(loaded.model, loaded.tokenizer, every, width=args.width),
-               "kb": PathReader(loaded.model, loaded.tokenizer, kb_labels, width=args.width)}
+               "kb": PathReader(loaded.model, loaded.tokenizer, held.labels, width=args.width)}
     cases = written_cases(halves) + kb_cases(halves, args.limit)
     runs = []
     for case in tqdm(cases, desc="paths", unit="question"):
         modes = [("labels", "all", None)] if case["set"] == "written" else \
-            [("labels", "kb", None), ("graph", "kb", after(case["names"][0]))]
+            [("labels", "kb", None), ("graph", "kb", held.after(case["names"][0]))]
         for mode, reader, steps in modes:
             start = time.perf_counter()
             path = readers[reader].read(case["question"], case["names"], steps)

@@ -219,20 +219,13 @@ def test_the_model_reads_a_relation_the_embeddings_miss_and_refuses_another(defa
 # (benchmarks/path_reading.py): the KB's two-hop chains right, kinship compositions mostly not
 # ("Who is Ada Varga's father-in-law?" is read father > spouse by the 0.5B), so those are asserted
 # only to stay within what the knowledge holds.
-_HELD = {
-    "Ada Varga": {"spouse": {"Ines Varro"}, "father": {"Pal Varga"}, "occupation": {"singer"},
-                  "place of birth": {"Tarnby"}},
-    "Ines Varro": {"father": {"Tomas Varro"}, "place of birth": {"Oskarsund"}, "occupation": {"painter"}},
-    "Pal Varga": {"sibling": {"Imre Varga"}, "place of birth": {"Tarnby"}, "spouse": {"Eva Holm"}},
-    "Tarnby": {"country": {"Norvania"}},
-}
-
-
-def _held_after(steps):
-    here = {"Ada Varga"}
-    for label in steps:
-        here = {o for s in here for o in _HELD.get(s, {}).get(label, ())}
-    return {r for s in here for r in _HELD.get(s, {})}
+_HELD = [
+    ("Ada Varga", "spouse", "Ines Varro"), ("Ada Varga", "father", "Pal Varga"), ("Ada Varga", "occupation", "singer"),
+    ("Ada Varga", "place of birth", "Tarnby"), ("Ines Varro", "father", "Tomas Varro"),
+    ("Ines Varro", "place of birth", "Oskarsund"), ("Ines Varro", "occupation", "painter"),
+    ("Pal Varga", "sibling", "Imre Varga"), ("Pal Varga", "place of birth", "Tarnby"), ("Pal Varga", "spouse", "Eva Holm"),
+    ("Tarnby", "country", "Norvania"),
+]
 
 
 @pytest.mark.parametrize(("question", "path"), [
@@ -242,10 +235,12 @@ def _held_after(steps):
     ("Where was the husband of Ada Varga born?", None),
 ])
 def test_the_model_reads_a_question_into_the_relations_the_knowledge_holds(default_loaded, question, path):
-    from agent.pipeline.relation_reading import PathReader
+    from agent.pipeline.relation_reading import HeldRelations, PathReader
 
-    labels = sorted({r for rels in _HELD.values() for r in rels})
-    read = PathReader(default_loaded.model, default_loaded.tokenizer, labels).read(question, ["Ada Varga"], _held_after)
-    assert read and all(step in _held_after(read[:i]) for i, step in enumerate(read)), read
+    held = HeldRelations(_HELD)
+    after = held.after("Ada Varga")
+    read = PathReader(default_loaded.model, default_loaded.tokenizer, held.labels).read(question, ["Ada Varga"], after)
+    # Each step one the knowledge holds from where the last one led.
+    assert read and all(step in after(read[:i]) for i, step in enumerate(read)), read
     if path is not None:
         assert read == path

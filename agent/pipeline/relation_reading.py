@@ -165,12 +165,13 @@ class _Node:
 
 
 class PathReader(_ExamplesReader):
-    """``read(question, names)``: the relations ``question`` follows from the thing it names to
-    what it asks, in order, each one of ``labels`` (the model's greedy reading, constrained to
-    them; at most :data:`MAX_STEPS`): the most probable of the paths a beam of ``width``
-    readings finds, each scored by the log-probability of all its tokens, the end included (a
-    greedy reading wrote "spouse > spouse" for "Who was X married to?": the step after a label
-    was likelier than the line's end, the second label not)."""
+    """``read(question, names, after)``: the relations ``question`` follows from the thing it
+    names to what it asks, in order, each one of ``labels`` (at most :data:`MAX_STEPS`): the
+    most probable of the paths a beam of ``width`` readings finds, each scored by the
+    log-probability of its tokens among those allowed at each point, the end included (a greedy
+    reading wrote "spouse > spouse" for "Who was X married to?": the step after a label was
+    likelier than the line's end, the second label not; scored among the whole vocabulary, long
+    labels lost to short ones). ``after``: see :class:`HeldRelations`."""
 
     def __init__(self, model: Any, tokenizer: Any, labels: Sequence[str], width: int = 4) -> None:
         super().__init__(model, tokenizer, PATH_PROMPT)
@@ -255,3 +256,32 @@ class _Reading(NamedTuple):
     def fed(self, score: float, path: tuple[str, ...], node: _Node, ids: list[int], reader: PathReader) -> _Reading:
         hidden, cache = reader._run(ids, copy.deepcopy(self.cache))
         return _Reading(score, path, node, hidden, cache)
+
+
+class HeldRelations:
+    """The relations the knowledge holds along a path, for :meth:`PathReader.read`'s ``after``:
+    ``after(subject)(path)`` is the relations of what ``path`` leads to from ``subject``.
+
+    Example::
+
+        held = HeldRelations([("Ada", "spouse", "Ines"), ("Ines", "father", "Tomas")])
+        held.after("Ada")(("spouse",))   # {"father"}
+    """
+
+    def __init__(self, triples: Iterable[tuple[str, str, str]]) -> None:
+        self._held: dict[str, dict[str, set[str]]] = {}
+        for subject, relation, value in triples:
+            self._held.setdefault(subject, {}).setdefault(relation, set()).add(value)
+
+    @property
+    def labels(self) -> list[str]:
+        return sorted({r for relations in self._held.values() for r in relations})
+
+    def after(self, subject: str) -> Callable[[tuple[str, ...]], set[str]]:
+        def steps(path: tuple[str, ...]) -> set[str]:
+            here = {subject}
+            for label in path:
+                here = {o for s in here for o in self._held.get(s, {}).get(label, ())}
+            return {r for s in here for r in self._held.get(s, {})}
+        return steps
+
