@@ -19,11 +19,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -72,11 +77,96 @@ def swapped(cases: list[dict]) -> list[dict]:
     return out
 
 
-def rule_verdicts(cases: list[dict], reader: str | None = None) -> list[bool]:
+def _drop(name: str) -> Callable[[Any], None]:
+    """A check's argument of :meth:`RelationMatcher.check` left empty."""
+    def patch(stack: ExitStack) -> None:
+        import inspect
+
+        from agent.pipeline.asked import RelationMatcher
+
+        whole = RelationMatcher.check
+        signature = inspect.signature(whole)
+
+        def without(self: Any, *args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(self, *args, **kwargs)
+            bound.arguments[name] = ()
+            return whole(*bound.args, **bound.kwargs)
+        stack.enter_context(mock.patch.object(RelationMatcher, "check", without))
+    return patch
+
+
+def _neutral(attribute: str, value: Callable[..., Any]) -> Callable[[Any], None]:
+    """``agent.pipeline.asked.<attribute>`` replaced by ``value`` (a check that never fires)."""
+    def patch(stack: ExitStack) -> None:
+        from agent.pipeline import asked
+
+        target = asked
+        *owners, last = attribute.split(".")
+        for owner in owners:
+            target = getattr(target, owner)
+        stack.enter_context(mock.patch.object(target, last, value))
+    return patch
+
+
+def _unchecked() -> Any:
+    from agent.pipeline.asked import AskedCheck
+
+    return AskedCheck(True, None, "", "", "none", 0.0, "not checked")
+
+
+# Each hand check of agent/pipeline/asked.py by name, with how it is turned off (--ablate): the
+# rule checks run again without it, to measure what it brings on each half.
+ABLATIONS: dict[str, tuple[str, Callable[[Any], None]]] = {
+    "type": ("a when/how-many question takes a date/number (answer_type_fits)",
+             _neutral("answer_type_fits", lambda question, answer: "")),
+    "number": ("a question closest to a numeric relation takes a number (asks_number)",
+               _neutral("RelationMatcher.asks_number", lambda self, question, names=(): "")),
+    "name": ("an answer repeating a name of the question (repeats_a_name)",
+             _neutral("repeats_a_name", lambda question, answer, stated=(): "")),
+    "whole": ("an answer repeating the whole statement (repeats_the_statement)",
+              _neutral("repeats_the_statement", lambda answer, fact: "")),
+    "description": ("an answer that is the question's own description (answers_a_description)",
+                    _neutral("answers_a_description", lambda question, answer, fact: "")),
+    "kind": ("a statement naming another of the kind asked (names_another_of_the_kind)",
+             _neutral("names_another_of_the_kind", lambda question, answer, fact: "")),
+    "through": ("a question asked through a relative or role needs the chain to reach it (_through)",
+                _neutral("_through", lambda question, fact, triple: None)),
+    "past": ("past a role, the question asked again of whom the chain reached (ask_past)",
+             _neutral("ask_past", lambda question, named, noun, holder: question)),
+    "clause": ("what is asked: the question's last clause, past what it describes (asked_clause)",
+               _neutral("asked_clause", lambda question: question)),
+    "other-type": ("only relations whose values are of the fact's type compete (other_type)",
+                   _neutral("RelationLabels.other_type", lambda self, value: frozenset())),
+    "held": ("the closest of the relations the subject holds, within the wide margin (held)", _drop("held")),
+    "spent": ("a relation spent earlier in the chain is not asked again (used)", _drop("used")),
+    "onward": ("a relation the object holds and the subject not: a step on the way (onward)", _drop("onward")),
+    "statement": ("a statement against what is asked (StatementMatcher; off: statements pass)",
+                  _neutral("StatementMatcher.check", lambda self, question, statement, subject, answer:
+                           _unchecked())),
+}
+
+
+def rule_verdicts(cases: list[dict], reader: str | None = None, without: str | None = None) -> list[bool]:
+    """The rule checks' verdicts (``without``: one of :data:`ABLATIONS` turned off)."""
+    with ExitStack() as stack:
+        if without:
+            ABLATIONS[without][1](stack)
+        return _rule_verdicts(cases, reader)
+
+
+def _held(subject: str, facts: list[str]) -> list[str]:
+    """As the agent's ``held`` (attempts.py): the relations the knowledge holds for ``subject``
+    and those of the stated triples about it."""
+    from agent.knowledge.facts import parse_triple
+
+    stated = [t[1] for t in map(parse_triple, facts) if t is not None and t[0] == subject]
+    return list(dict.fromkeys([*sorted(held_relations().after(subject)(())), *stated]))
+
+
+def _rule_verdicts(cases: list[dict], reader: str | None) -> list[bool]:
     from agent.embeddings import Embedder
     from agent.pipeline.asked import AskedChecker, RelationMatcher
     from agent.pipeline.fact_agent import default_relations
-
     from agent.pipeline.grounding import clean_answer, ground
 
     read = None
@@ -97,8 +187,22 @@ def rule_verdicts(cases: list[dict], reader: str | None = None) -> list[bool]:
             out.append(bool(grounding.grounded))
             continue
         answer = grounding.short or clean_answer(case["answer"])
-        out.append(bool(checker.check(question, answer, facts, grounding.facts).passed))
+        out.append(bool(checker.check(question, answer, facts, grounding.facts,
+                                      held=lambda subject, facts=facts: _held(subject, facts)).passed))
     return out
+
+
+@functools.cache
+def held_relations() -> Any:
+    """The relations the knowledge of the runs holds (:class:`HeldRelations`): the demo KB, the
+    shared KAMEL's three splits where present, PopQA's triples."""
+    from agent.eval.datasets import SHARED_DATA, data_path, popqa_triples
+    from agent.knowledge.loaders import load_facts
+    from agent.pipeline.relation_reading import HeldRelations
+
+    kamels = [data_path("kamel", None)] + [p for p in [SHARED_DATA / "kamel"] if p.is_dir()]
+    return HeldRelations((f.subject, f.predicate, f.object) for f in
+                         [*(f for root in kamels for f in load_facts(root)), *popqa_triples(data_path("popqa", None))])
 
 
 def path_verdicts(cases: list[dict], model: str, rules: list[bool]) -> list[bool]:
@@ -106,16 +210,12 @@ def path_verdicts(cases: list[dict], model: str, rules: list[bool]) -> list[bool
     triples, it passes when the path the model reads from the chain's first subject, among the
     relations the knowledge holds along the way (the demo KB and the shared KAMEL's three splits, PopQA's triples) and the
     chain's own, is the chain's relations in order; elsewhere (statements) the rules' verdict."""
-    from agent.eval.datasets import SHARED_DATA, data_path, popqa_triples
     from agent.knowledge.facts import parse_triple
-    from agent.knowledge.loaders import load_facts
     from agent.models import load_model
     from agent.pipeline.grounding import ground
-    from agent.pipeline.relation_reading import HeldRelations, PathReader
+    from agent.pipeline.relation_reading import PathReader
 
-    kamels = [data_path("kamel", None)] + [p for p in [SHARED_DATA / "kamel"] if p.is_dir()]
-    held = HeldRelations((f.subject, f.predicate, f.object) for f in
-                         [*(f for root in kamels for f in load_facts(root)), *popqa_triples(data_path("popqa", None))])
+    held = held_relations()
     loaded = load_model(model)
     reader = PathReader(loaded.model, loaded.tokenizer, held.labels)
     out = []
@@ -217,6 +317,8 @@ def main() -> int:
     parser.add_argument("--floor", type=float, default=0.9, help="recall kept at least, of passing everything (dev)")
     parser.add_argument("--reader", default=None, help="the rule checks with this model reading relations")
     parser.add_argument("--path", default=None, help="also the path this model reads as the check, where chains are triples")
+    parser.add_argument("--ablate", action="store_true",
+                        help="also the rule checks with each hand check turned off in turn (ABLATIONS)")
     parser.add_argument("--rules-again", action="store_true", help="run the rule checks again (after a change)")
     parser.add_argument("--test", action="store_true",
                         help="also score the test half (only to report: build and fit on dev alone)")
@@ -239,6 +341,12 @@ def main() -> int:
         if todo:
             for c, v in zip(todo, rule_verdicts(todo, reader)):
                 saved.setdefault(key(c), {"key": key(c)})[field_] = v
+    for name in ABLATIONS if args.ablate else ():
+        todo = [c for c in cases if args.rules_again or f"without/{name}" not in saved.get(key(c), {})]
+        if todo:
+            print(f"without {name}: {ABLATIONS[name][0]}", file=sys.stderr)
+            for c, v in zip(todo, rule_verdicts(todo, None, name)):
+                saved.setdefault(key(c), {"key": key(c)})[f"without/{name}"] = v
     if args.path:
         todo = [c for c in cases if f"path/{args.path}" not in saved.get(key(c), {})]
         if todo:
@@ -264,6 +372,8 @@ def main() -> int:
     if args.reader:
         checks[f"rules, relations also read by {args.reader}"] = [r[rules] for r in rows]
     table: dict = {"cases": str(CASES.relative_to(REPO)), "checks": {}}
+    for name in ABLATIONS if args.ablate else ():
+        checks[f"rules without {name}"] = [r[f"without/{name}"] for r in rows]
     if args.path:
         checks[f"path read by {args.path} (triples; else rules)"] = [r[f"path/{args.path}"] for r in rows]
     if args.verdict:
