@@ -56,24 +56,69 @@ def lookups(cases: list[dict]) -> list[bool]:
 
 def swapped(cases: list[dict]) -> list[dict]:
     """Cases the relation check must refuse, made from the right one-triple answers: the same
-    question and subject with the relation and object of another case's triple (one whose values
-    are of the same kind: both dates or numbers, or both things), two per case, from the same half.
-    What the agent states when it takes a fact of the right subject that says something else."""
+    question and subject with the relation and object of another triple. Two are another case's
+    from the same half whose values are of the same kind as the right one (both dates or numbers,
+    or both things); one is a relation whose values are of the other kind (numbers or things, the
+    bundled value types), with one of its values in the knowledge ("What was X's occupation?"
+    answered by a date of birth). What the agent
+    states when it takes a fact of the right subject that says something else."""
     from agent.knowledge.facts import parse_triple
 
     singles = [(c, parse_triple(c["facts"][0])) for c in cases
                if c["right"] and len(c["facts"]) == 1 and "/follow-up/" not in c["id"]]
     singles = [(c, t) for c, t in singles if t is not None]
+    from agent.pipeline.asked import is_number
+    from agent.pipeline.fact_agent import default_relations
+
+    # One value of each relation of numbers and of things (bundled value types), from the knowledge.
+    relations = default_relations(None)
+    kinds: dict[bool, dict[str, str]] = {True: {}, False: {}}
+    for _, relation, value in knowledge_triples():
+        if (relation in relations.numeric and is_number(value)) or (relation in relations.items and not is_number(value)):
+            kinds[relation in relations.numeric].setdefault(relation, value)
     out = []
     for case, (subject, predicate, obj) in singles:
         dated = any(ch.isdigit() for ch in obj)
-        others = sorted({(t[1], t[2]) for c, t in singles if c["half"] == case["half"] and t[1] != predicate
-                         and any(ch.isdigit() for ch in t[2]) == dated},
-                        key=lambda pair: hashlib.sha256(f"{case['id']}/{pair}".encode()).hexdigest())
-        for relation, value in others[:2]:
-            out.append({**case, "id": f"{case['id']}/swap/{relation}", "set": f"{case['set']} (swapped)",
-                        "facts": [f"<{subject}> <{relation}> <{value}> ."], "answer": value, "right": False,
-                        "passed": False})
+        same = {(t[1], t[2]) for c, t in singles if c["half"] == case["half"] and t[1] != predicate
+                and any(ch.isdigit() for ch in t[2]) == dated}
+        other = {(r, v) for r, v in kinds[not is_number(obj)].items() if r != predicate}
+        for pairs, many, kind in ((same, 2, "swapped"), (other, 1, "swapped across kinds")):
+            for relation, value in sorted(pairs, key=lambda p: hashlib.sha256(f"{case['id']}/{p}".encode()).hexdigest())[:many]:
+                out.append({**case, "id": f"{case['id']}/swap/{relation}", "set": f"{case['set']} ({kind})",
+                            "facts": [f"<{subject}> <{relation}> <{value}> ."], "answer": value, "right": False,
+                            "passed": False})
+    return out
+
+
+def cut_short(cases: list[dict]) -> list[dict]:
+    """Cases the check must refuse, made from the right answers of chains of triples: the chain's
+    first fact alone, answered by its object, a step on the way ("What is the official language
+    of the country X comes from?" answered by the country). What the agent states when it stops
+    a hop early."""
+    from agent.knowledge.facts import parse_triple
+
+    out = []
+    for case in cases:
+        triples = [parse_triple(f) for f in case["facts"]]
+        if not case["right"] or len(triples) < 2 or None in triples[:2] or triples[0][2] != triples[1][0]:
+            continue
+        out.append({**case, "id": f"{case['id']}/cut-short", "set": f"{case['set']} (cut short)",
+                    "facts": case["facts"][:1], "answer": triples[0][2], "right": False, "passed": False})
+    return out
+
+
+def restated(cases: list[dict]) -> list[dict]:
+    """Cases the check must refuse, made from the right answers held by a statement: the
+    statement itself given as the answer. What the agent states when it copies a fact out."""
+    from agent.knowledge.facts import parse_triple
+    from agent.pipeline.grounding import holds_answer
+
+    out = []
+    for case in cases:
+        held = [f for f in case["facts"] if parse_triple(f) is None and holds_answer(f, case["answer"])]
+        if case["right"] and held:
+            out.append({**case, "id": f"{case['id']}/restated", "set": f"{case['set']} (restated)",
+                        "answer": held[0].strip().rstrip("."), "right": False, "passed": False})
     return out
 
 
@@ -135,6 +180,8 @@ ABLATIONS: dict[str, tuple[str, Callable[[Any], None]]] = {
              _neutral("ask_past", lambda question, named, noun, holder: question)),
     "clause": ("what is asked: the question's last clause, past what it describes (asked_clause)",
                _neutral("asked_clause", lambda question: question)),
+    "thing": ("a bare number does not answer a question that asks a thing (asks_a_thing)",
+              _neutral("RelationMatcher.asks_a_thing", lambda self, ranked: "")),
     "other-type": ("only relations whose values are of the fact's type compete (other_type)",
                    _neutral("RelationLabels.other_type", lambda self, value: frozenset())),
     "held": ("the closest of the relations the subject holds, within the wide margin (held)", _drop("held")),
@@ -193,16 +240,23 @@ def _rule_verdicts(cases: list[dict], reader: str | None) -> list[bool]:
 
 
 @functools.cache
-def held_relations() -> Any:
-    """The relations the knowledge of the runs holds (:class:`HeldRelations`): the demo KB, the
-    shared KAMEL's three splits where present, PopQA's triples."""
+def knowledge_triples() -> tuple[tuple[str, str, str], ...]:
+    """The triples of the knowledge the runs used: the demo KB, the shared KAMEL's three splits
+    where present, PopQA's triples."""
     from agent.eval.datasets import SHARED_DATA, data_path, popqa_triples
     from agent.knowledge.loaders import load_facts
-    from agent.pipeline.relation_reading import HeldRelations
 
     kamels = [data_path("kamel", None)] + [p for p in [SHARED_DATA / "kamel"] if p.is_dir()]
-    return HeldRelations((f.subject, f.predicate, f.object) for f in
-                         [*(f for root in kamels for f in load_facts(root)), *popqa_triples(data_path("popqa", None))])
+    return tuple((f.subject, f.predicate, f.object) for f in
+                 [*(f for root in kamels for f in load_facts(root)), *popqa_triples(data_path("popqa", None))])
+
+
+@functools.cache
+def held_relations() -> Any:
+    """The relations :func:`knowledge_triples` holds (:class:`HeldRelations`)."""
+    from agent.pipeline.relation_reading import HeldRelations
+
+    return HeldRelations(knowledge_triples())
 
 
 def path_verdicts(cases: list[dict], model: str, rules: list[bool]) -> list[bool]:
@@ -327,7 +381,7 @@ def main() -> int:
     cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
     halves = ("dev", "test") if args.test else ("dev",)
     cases = [c for c in cases if c["half"] in halves]
-    cases += swapped(cases)
+    cases += [*swapped(cases), *cut_short(cases), *restated(cases)]
     saved = {}
     if SCORED.exists():
         saved = {row["key"]: row for row in map(json.loads, SCORED.read_text(encoding="utf-8").splitlines())}

@@ -32,7 +32,12 @@ here is written for one relation or one dataset's wording):
   so does a "what is ..." question whose closest relation is numeric
   (:meth:`RelationMatcher.asks_number`: "What is the population of the state where X is?"),
   numeric read from the values the knowledge holds for it (``agent/data/relations/value-types.tsv``
-  for the bundled relations), never from its name.
+  for the bundled relations), never from its name. The mirror (:meth:`RelationMatcher.asks_a_thing`):
+  a triple whose value is a bare number does not answer a question whose closest relation is one
+  of things, ahead of every relation of numbers by the same margin ("What is the native language
+  of X?" is not answered by ``<X> <UTC date of spacecraft launch> <2017>``, which only relations
+  of numbers would otherwise be compared with); on ``benchmarks/check_scores.py``'s dev half it
+  refused all 5 such facts that passed before, and no right answer.
 - **The kind asked** (:func:`names_another_of_the_kind`): "members of what crime family?" is
   not answered by "The American Mafia" from a statement that calls another name a crime family
   ("... namely the DeCavalcante crime family"). Over the checked runs' 229 answers held by a
@@ -287,6 +292,15 @@ class RelationMatcher:
         other = next((sim for label, sim in ranked if label not in self.labels.numeric), -1.0)
         return best if best_sim - other >= NUMERIC_MARGIN else ""
 
+    def asks_a_thing(self, ranked: Sequence[tuple[str, float]]) -> str:
+        """The relation of things a question asks, from its relations ``ranked`` closest first:
+        the closest of all, ahead of every relation of numbers by ``NUMERIC_MARGIN`` (the mirror
+        of :meth:`asks_number`); else ""."""
+        if not ranked or ranked[0][0] not in self.labels.items:
+            return ""
+        number = next((sim for label, sim in ranked if label in self.labels.numeric), -1.0)
+        return ranked[0][0] if ranked[0][1] - number >= NUMERIC_MARGIN else ""
+
     def check(self, question: str, triple: tuple[str, str, str], answer: str = "",
               held: Sequence[str] = (), used: Sequence[str] = (), onward: Sequence[str] = ()) -> AskedCheck:
         """Whether ``triple``'s relation is what ``question`` asks: the closest of every
@@ -309,9 +323,15 @@ class RelationMatcher:
         # relation of dates or numbers says nothing of "Golegã" ("Where did X die?" embeds
         # closer to "date of death" than to "place of death"), one of things nothing of a date.
         other_type = self.labels.other_type(obj)
-        ranked = [(label, sim) for label, sim in self.ranked(question, [subject, obj, answer],
-                                                             [predicate, *held, *onward])
-                  if label not in spent and (label == predicate or label not in other_type)]
+        every = [(label, sim) for label, sim in self.ranked(question, [subject, obj, answer],
+                                                            [predicate, *held, *onward]) if label not in spent]
+        # ... unless the question asks a thing outright (asks_a_thing): a bare number does not
+        # answer "What is the native language of X?", whatever relation of numbers states it.
+        thing = self.asks_a_thing(every) if is_number(obj) else ""
+        if thing:
+            return AskedCheck(False, None, predicate, thing, "type", 0.0,
+                              f"the question asks {thing!r}, a thing; {obj!r} is a number")
+        ranked = [(label, sim) for label, sim in every if label == predicate or label not in other_type]
         best, best_sim = ranked[0]
         sims = dict(ranked)
         own = sims[predicate]
