@@ -81,7 +81,7 @@ def swapped(cases: list[dict]) -> list[dict]:
         dated = any(ch.isdigit() for ch in obj)
         same = {(t[1], t[2]) for c, t in singles if c["half"] == case["half"] and t[1] != predicate
                 and any(ch.isdigit() for ch in t[2]) == dated}
-        other = {(r, v) for r, v in kinds[not is_number(obj)].items() if r != predicate}
+        other = {(r, v) for r, v in kinds[not dated].items() if r != predicate}
         for pairs, many, kind in ((same, 2, "swapped"), (other, 1, "swapped across kinds")):
             for relation, value in sorted(pairs, key=lambda p: hashlib.sha256(f"{case['id']}/{p}".encode()).hexdigest())[:many]:
                 out.append({**case, "id": f"{case['id']}/swap/{relation}", "set": f"{case['set']} ({kind})",
@@ -119,6 +119,35 @@ def restated(cases: list[dict]) -> list[dict]:
         if case["right"] and held:
             out.append({**case, "id": f"{case['id']}/restated", "set": f"{case['set']} (restated)",
                         "answer": held[0].strip().rstrip("."), "right": False, "passed": False})
+    return out
+
+
+def renamed(cases: list[dict]) -> list[dict]:
+    """Cases the check must refuse, made from the right answers: the answer replaced by a name
+    the stated facts hold and the answer is not, of the other kind where the right one is a date
+    or a number ("When was X born?" answered "London" from the same facts), else the question's
+    own name when the facts hold it ("Who directed X?" answered "X"). What the agent states when
+    it takes the wrong name out of the right facts."""
+    from agent.pipeline.asked import _question_names
+    from agent.pipeline.grounding import holds_answer
+    from agent.pipeline.values import parse_date, parse_number
+    from agent.web.keywords import extract_keywords
+
+    out = []
+    for case in cases:
+        if not case["right"] or "/follow-up/" in case["id"]:
+            continue
+        answer, facts, question = case["answer"], case["facts"], case["question"]
+        dated = any(c.isdigit() for c in answer) and (parse_date(answer) is not None or parse_number(answer) is not None)
+        own = [n for n in _question_names(question) if any(holds_answer(f, n) for f in facts)
+               and not holds_answer(answer, n) and not holds_answer(n, answer)]
+        others = [k for f in facts for k in extract_keywords(f.replace("<", " ").replace(">", " "), limit=20)
+                  if k[:1].isupper() and not any(c.isdigit() for c in k) and not holds_answer(question, k)
+                  and not holds_answer(answer, k) and not holds_answer(k, answer)]
+        name, kind = (others[0], "undated") if dated and others else (own[0], "named") if own else ("", "")
+        if name:
+            out.append({**case, "id": f"{case['id']}/{kind}", "set": f"{case['set']} ({kind})", "answer": name,
+                        "right": False, "passed": False})
     return out
 
 
@@ -381,7 +410,7 @@ def main() -> int:
     cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
     halves = ("dev", "test") if args.test else ("dev",)
     cases = [c for c in cases if c["half"] in halves]
-    cases += [*swapped(cases), *cut_short(cases), *restated(cases)]
+    cases += [*swapped(cases), *cut_short(cases), *restated(cases), *renamed(cases)]
     saved = {}
     if SCORED.exists():
         saved = {row["key"]: row for row in map(json.loads, SCORED.read_text(encoding="utf-8").splitlines())}

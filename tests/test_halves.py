@@ -104,12 +104,53 @@ def test_swapped_cases_keep_the_question_and_subject_and_take_another_relation_o
              case(4, "test", "Which party is Lou Brandt in?", "<Lou Brandt> <member of political party> <Greens> ."),
              case(5, "dev", "What genre is Lou Brandt?", "<Lou Brandt> <genre> <jazz> .", right=False)]
     made = swapped(cases)
-    assert made and all(not c["right"] and c["set"] == "kamel (swapped)" for c in made)
-    by_question = {}
+    assert made and all(not c["right"] and c["set"] in ("kamel (swapped)", "kamel (swapped across kinds)")
+                        for c in made)
+    by_question: dict[str, list[str]] = {}
     for c in made:
-        by_question.setdefault(c["question"], []).append(c["facts"][0])
+        if c["set"] == "kamel (swapped)":
+            by_question.setdefault(c["question"], []).append(c["facts"][0])
     # the same subject, another relation of the same kind, from its own half; a wrong case lends nothing
     assert sorted(by_question["Where was Ada Varga born?"]) == ["<Ada Varga> <occupation> <painter> ."]
     assert by_question["What does Ines Varro do?"] == ["<Ines Varro> <place of birth> <Pécs> ."]
     assert "When was Ines Varro born?" not in by_question  # no other date relation in its half
     assert "Which party is Lou Brandt in?" not in by_question  # alone in the test half
+    # and one across kinds for each right case: a relation of numbers and one of its values (in
+    # the bundled value types and the knowledge) for a thing, a relation of things for a date
+    from agent.knowledge.facts import parse_triple
+    from agent.pipeline.asked import is_number
+    from agent.pipeline.fact_agent import default_relations
+
+    relations = default_relations(None)
+    across = {c["question"]: parse_triple(c["facts"][0]) for c in made if c["set"] == "kamel (swapped across kinds)"}
+    assert set(across) == {"Where was Ada Varga born?", "What does Ines Varro do?", "When was Ines Varro born?",
+                           "Which party is Lou Brandt in?"}
+    for question in ("Where was Ada Varga born?", "What does Ines Varro do?", "Which party is Lou Brandt in?"):
+        assert across[question][1] in relations.numeric and is_number(across[question][2]), across[question]
+    assert across["When was Ines Varro born?"][1] in relations.items, across["When was Ines Varro born?"]
+    assert {t[0] for t in across.values()} == {"Ada Varga", "Ines Varro", "Lou Brandt"}
+
+
+def test_made_wrong_cases_cut_a_chain_short_restate_a_statement_or_take_another_name():
+    """The check's other made cases (benchmarks/check_scores.py): a right two-triple chain's
+    first fact answered by the step on the way; a right statement answer given as the whole
+    statement; a date answered by a name the facts hold, a name answered by the question's own."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from check_scores import cut_short, renamed, restated
+
+    chain = {"id": "kamel-chat/1", "half": "dev", "set": "kamel-chat", "right": True, "passed": True,
+             "question": "What is the official language of the country Ada Varga played for?",
+             "facts": ["<Ada Varga> <country for sport> <Norvania> .", "<Norvania> <official language> <Norvish> ."],
+             "answer": "Norvish"}
+    told = {"id": "popqa/2", "half": "dev", "set": "popqa", "right": True, "passed": True,
+            "question": "When was Ines Varro born?", "facts": ["Ines Varro (born 1901 in Pécs) was a painter."],
+            "answer": "1901"}
+    wrong = {**told, "id": "popqa/3", "right": False}
+    [short] = cut_short([chain, told, wrong])
+    assert short["facts"] == chain["facts"][:1] and short["answer"] == "Norvania" and not short["right"]
+    [whole] = restated([chain, told, wrong])
+    assert whole["answer"] == "Ines Varro (born 1901 in Pécs) was a painter" and not whole["right"]
+    made = {c["id"]: c for c in renamed([chain, told, wrong])}
+    assert made["popqa/2/undated"]["answer"] == "Pécs"  # a date answered by a name of the fact
+    assert made["kamel-chat/1/named"]["answer"] == "Ada Varga"  # the question's own name
+    assert "popqa/3/named" not in made and "popqa/3/undated" not in made  # a wrong case lends nothing
