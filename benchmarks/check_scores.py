@@ -60,16 +60,15 @@ def swapped(cases: list[dict]) -> list[dict]:
     from the same half whose values are of the same kind as the right one (both dates or numbers,
     or both things); one is a relation whose values are of the other kind (numbers or things, the
     bundled value types), with one of its values in the knowledge ("What was X's occupation?"
-    answered by a date of birth). What the agent
-    states when it takes a fact of the right subject that says something else."""
+    answered by a date of birth). What the agent states when it takes a fact of the right subject
+    that says something else."""
     from agent.knowledge.facts import parse_triple
+    from agent.pipeline.asked import is_number
+    from agent.pipeline.fact_agent import default_relations
 
     singles = [(c, parse_triple(c["facts"][0])) for c in cases
                if c["right"] and len(c["facts"]) == 1 and "/follow-up/" not in c["id"]]
     singles = [(c, t) for c, t in singles if t is not None]
-    from agent.pipeline.asked import is_number
-    from agent.pipeline.fact_agent import default_relations
-
     # One value of each relation of numbers and of things (bundled value types), from the knowledge.
     relations = default_relations(None)
     kinds: dict[bool, dict[str, str]] = {True: {}, False: {}}

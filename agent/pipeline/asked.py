@@ -225,6 +225,15 @@ class RelationLabels:
         return f"{label}: {description}" if description else label
 
 
+def _kind_ahead(ranked: Sequence[tuple[str, float]], kind: frozenset[str], rival: Callable[[str], bool]) -> str:
+    """The closest relation of ``ranked`` (closest first) when it is of ``kind`` and ahead of the
+    closest ``rival`` one by ``NUMERIC_MARGIN``; else ""."""
+    if not ranked or ranked[0][0] not in kind:
+        return ""
+    other = next((sim for label, sim in ranked if rival(label)), -1.0)
+    return ranked[0][0] if ranked[0][1] - other >= NUMERIC_MARGIN else ""
+
+
 def _without(question: str, names: Iterable[str]) -> str:
     """``question`` with its names (and their possessive 's) as "X": what it asks of them. A
     name's description before it ("the Swedish performance artist X": "the", then words none of
@@ -285,21 +294,14 @@ class RelationMatcher:
         ``NUMERIC_MARGIN``: "What is the population of the state where X is?"), else ""."""
         if not self.labels.numeric:
             return ""
-        ranked = self.ranked(question, names)
-        best, best_sim = ranked[0]
-        if best not in self.labels.numeric:
-            return ""
-        other = next((sim for label, sim in ranked if label not in self.labels.numeric), -1.0)
-        return best if best_sim - other >= NUMERIC_MARGIN else ""
+        numeric = self.labels.numeric
+        return _kind_ahead(self.ranked(question, names), numeric, lambda label: label not in numeric)
 
     def asks_a_thing(self, ranked: Sequence[tuple[str, float]]) -> str:
         """The relation of things a question asks, from its relations ``ranked`` closest first:
         the closest of all, ahead of every relation of numbers by ``NUMERIC_MARGIN`` (the mirror
         of :meth:`asks_number`); else ""."""
-        if not ranked or ranked[0][0] not in self.labels.items:
-            return ""
-        number = next((sim for label, sim in ranked if label in self.labels.numeric), -1.0)
-        return ranked[0][0] if ranked[0][1] - number >= NUMERIC_MARGIN else ""
+        return _kind_ahead(ranked, self.labels.items, self.labels.numeric.__contains__)
 
     def check(self, question: str, triple: tuple[str, str, str], answer: str = "",
               held: Sequence[str] = (), used: Sequence[str] = (), onward: Sequence[str] = ()) -> AskedCheck:
