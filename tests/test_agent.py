@@ -235,3 +235,37 @@ def test_a_look_up_through_a_role_opens_with_who_fills_it_then_a_fact_about_them
     assert len(stated) >= 2 and "Quell" in stated[1], stated
     if reply.knows:
         assert reply.answer == "Oslo" and reply.trace["grounded"]
+
+
+def test_an_option_is_dated_from_its_own_document_when_no_fact_found_by_its_name_dates_it(
+        demo_generator, tmp_path, graph, graph_server, embedder):
+    """"Which was founded first, Ember Quay Bakery or Dune Sea Pies?" with no listed fact that
+    dates the bakery: its name finds a dozen facts that name it (none dated: the search's top
+    ten), and its own document's "The company was founded in 1961 ..." names no bakery. The
+    option's own document is read whole, so the step is computed from that sentence (a search
+    for the name alone never reaches it: checked below)."""
+    from agent.pipeline.options import OptionsStep
+    from agent.pipeline.plan import QuestionPlan
+
+    mentions = [f"Guest {i} of the Velmora fair wrote that Ember Quay Bakery sells rye loaves on stall {i}."
+                for i in range(12)]
+    corpus = [{"title": "Ember Quay Bakery", "text": "Ember Quay Bakery is a bakery chain in Velmora. The company was "
+                                                    "founded in 1961 and is based in Port Ilse."},
+              {"title": "Dune Sea Pies", "text": "Dune Sea Pies was founded on 3 May 1958 by Ada Quint."},
+              {"title": "Velmora fair", "text": " ".join(mentions)}]
+    (tmp_path / "corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    web = KnowledgeWeb.open(tmp_path / "web", embedder=embedder, graph_uri=graph_server.uri,
+                            graph_user=graph_server.user, graph_password=graph_server.password,
+                            graph_database=graph_server.database)
+    try:
+        web.add_documents(read_documents([tmp_path / "corpus.json"]), SentenceDecomposer(), progress=False)
+        dated = "The company was founded in 1961 and is based in Port Ilse."
+        assert dated not in {h.text for h in web.search("Ember Quay Bakery", 10).hits}
+        question = "Which was founded first, Ember Quay Bakery or Dune Sea Pies?"
+        listed = [h for h in web.search(question, 20).hits if h.text != dated and "1961" not in h.text]
+        plan = QuestionPlan("choice", ("Ember Quay Bakery", "Dune Sea Pies"), "earlier")
+        result = OptionsStep(demo_generator, web).run(question, plan, listed)
+    finally:
+        web.close()
+    assert dated in result.text and "Answer: 1961" in result.text, result.text
+    assert (result.answer, result.grounded) == ("Dune Sea Pies", True), result.how

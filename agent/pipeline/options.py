@@ -73,10 +73,8 @@ if TYPE_CHECKING:
     from .asked import RelationMatcher
 
 OPTIONS_PROMPT = "agent-options"
-# Lines the model may write for one option (facts, then its value), and tokens per line (a
-# ``Fact:`` line may take its longest fact's tokens and a few more: a long fact is never cut,
+# Tokens per line of the reply (a ``Fact:`` line may take its longest fact's tokens and a few more: a long fact is never cut,
 # :meth:`~agent.decoding.greedy.DecodeSession.state_one`).
-MAX_LINES = 5
 LINE_TOKENS = 96
 # New facts a hop writes into the reply (``Found:`` lines) after a stated fact.
 FOUND_FACTS = 2
@@ -86,6 +84,9 @@ EVENT_MARGIN = 0.03
 # ... and at least this close to the question: "Who died first?" 0.45 to "date of death", "Which
 # came out first?" 0.11 to either (measured with the bundled embedder).
 EVENT_FLOOR = 0.25
+# Facts read of an option's own document when none retrieved fits the step (HotpotQA's and
+# 2Wiki's documents hold 3-10).
+DOCUMENT_FACTS = 40
 # Below this cosine two values that differ in words are different (not two names of one thing).
 DIFFERENT_BELOW = 0.5
 # A value compared for "the same <attribute>" is of that kind when its cosine with the word is at
@@ -234,7 +235,7 @@ class OptionsStep:
 
             fit = fitting(about)
             if not fit:  # none listed fits the step: the web asked for the option's own facts
-                about = list(dict.fromkeys([*about, *self._look_up(option, known, hops)]))
+                about = list(dict.fromkeys([*about, *self._look_up(option, about, known, hops)]))
                 fit = fitting(about)
             about = fit or about
             first = self._state(session, about, stated, known, tokenizer, show)
@@ -313,9 +314,12 @@ class OptionsStep:
     def _typed(self, attribute: str, values: Sequence[str]) -> list[str]:
         return values_of_kind(self.matcher.embedder, attribute, values) if self.matcher is not None else list(values)
 
-    def _look_up(self, option: str, known: dict[str, Any], hops: list[dict[str, Any]]) -> list[str]:
+    def _look_up(self, option: str, about: Sequence[str], known: dict[str, Any],
+                 hops: list[dict[str, Any]]) -> list[str]:
         """The facts of ``option`` the web finds by its name (without a title's "(1940 film)")
-        when none of the question's retrieved facts is about it; they join ``known``."""
+        when none of the question's retrieved facts ``about`` it fits the step, and every fact of
+        its own document (the one titled with its name): "The company was founded in 1959."
+        names no company, and only its document says it is Little Caesars'. They join ``known``."""
         if self.web is None:
             return []
         t = time.perf_counter()
@@ -323,10 +327,16 @@ class OptionsStep:
         found = [h for h in self.web.search(query, 2 * self.hop_k).hits if _of_option(h.text, h, option)]
         for hit in found[: self.hop_k]:
             known.setdefault(hit.text, hit)
-        found = [h.text for h in found[: self.hop_k]]
-        hops.append({"step": "option", "entity": option, "query": query, "added": found,
-                     "seconds": round(time.perf_counter() - t, 4)})
-        return found
+        own = [hit for hit in [*(known[text] for text in about if text in known), *found[: self.hop_k]]
+               if _titled(hit, option)]
+        documents = list(dict.fromkeys((getattr(hit, "provenance", None) or {}).get("doc_id") for hit in own))
+        read = self.web.document_hits([d for d in documents if d], limit=DOCUMENT_FACTS)
+        for hit in read:
+            known.setdefault(hit.text, hit)
+        texts = list(dict.fromkeys([*(h.text for h in found[: self.hop_k]), *(h.text for h in read)]))
+        hops.append({"step": "option", "entity": option, "query": query, "added": texts,
+                     "documents": len(documents), "seconds": round(time.perf_counter() - t, 4)})
+        return texts
 
     def _hop(self, question: str, option: str, fact: str, known: dict[str, Any],
              hops: list[dict[str, Any]], role: str = "") -> list[str]:
@@ -690,17 +700,23 @@ def _words(text: str) -> list[str]:
     return normalize_answer(text.replace("<", " ").replace(">", " ")).split()
 
 
+def _titled(hit: Any, option: str) -> bool:
+    """Whether ``hit`` was read from the document that bears ``option``'s name."""
+    title = normalize_answer((getattr(hit, "provenance", None) or {}).get("title", ""))
+    return bool(title) and title == normalize_answer(option)
+
+
 def _of_option(text: str, hit: Any, option: str) -> bool:
     """Whether a fact is about ``option``: it was read from the document that bears its name, or
     it names it. A title's qualifier says the bare name is shared ("Ek Hi Bhool (1940 film)",
     "Ek Hi Bhool" of 1981): then a fact naming the bare name counts only from the option's own
     document or from none named (a triple)."""
-    title = normalize_answer((getattr(hit, "provenance", None) or {}).get("title", ""))
-    if title and title == normalize_answer(option):
+    if _titled(hit, option):
         return True
     if _names(text, option):
         return True
     bare = bare_name(option)
+    title = (getattr(hit, "provenance", None) or {}).get("title", "")
     return bare != option and not title and _names(text, bare)
 
 

@@ -597,6 +597,15 @@ class KnowledgeWeb:
         for row in self.graph.all_facts(page_size):
             yield _as_fact(row)
 
+    def document_hits(self, doc_ids: Sequence[str], limit: int = 200) -> list[FactHit]:
+        """Every fact of the documents ``doc_ids`` as a hit (read whole, not retrieved: no
+        score), in id order, at most ``limit``: a document's sentence that does not name its
+        subject ("The company was founded in 1959.") is found by its document, not by a search
+        for the name."""
+        rows = self.graph.facts_of_documents(list(doc_ids))[:limit] if doc_ids else []
+        return [FactHit(row["id"], row["text"], row.get("kind", "document"), 0.0, 0.0, 0, [], provenance_of(row))
+                for row in rows]
+
     def document_facts(self, documents: Iterable[Document]) -> list[Fact]:
         """The facts stored for ``documents`` (as :meth:`facts` gives them), in id order."""
         return [_as_fact(row) for row in self.graph.facts_of_documents([d.id for d in documents])]
