@@ -217,6 +217,16 @@ def test_a_question_asked_through_a_role_hops_to_who_fills_it(smollm, agent_web)
     plain = ChainingTree(hits, smollm.tokenizer, agent_web, question)
     plain.on_fact(fact)
     assert [h["entity"] for h in plain.take_hops()] != ["Mira Quell"]
+    # A word that describes her before her name ("Norwegian glaciologist Mira Quell") is tried
+    # first and has no facts about it: she is who the hop reaches; "starring Tomas Berg" after a
+    # whole name fills another role, never tried.
+    described = SimpleNamespace(text="Zorblax Station is a research base founded in 1987 by Norwegian "
+                                     "glaciologist Mira Quell and starring Tomas Berg.")
+    tree = ChainingTree(hits, smollm.tokenizer, agent_web, question, through=asked_through(question))
+    tree.on_fact(described)
+    hops = tree.take_hops()
+    assert [h["entity"] for h in hops] == ["Norwegian", "Mira Quell"], hops
+    assert not hops[0]["added"] and any("Oslo" in t for t in hops[1]["added"])
 
 
 def test_a_look_up_through_a_role_opens_with_who_fills_it_then_a_fact_about_them(demo_generator, small_web):

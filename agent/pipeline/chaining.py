@@ -101,6 +101,8 @@ def nearest_after(fact: str, role: str, names: Sequence[str]) -> list[str]:
 
 # Words that join two names in one capitalised run ("Oliver Drake for Charles Rogers
 # Productions", "Ann Lee and Bo Rask"): a role is filled by one of them.
+# Names tried, nearest after the role word first, for who fills a role.
+HOLDERS = 3
 JOINED = re.compile(r"\s+(?:and|or|for|with|by|from|at|as|to)\s+")
 
 
@@ -165,10 +167,39 @@ def role_holder(fact: str, question: str, role: str) -> list[str]:
     """Who fills ``role`` in ``fact`` ("Lamp Street is a 1961 drama directed by Ann Lee and
     starring Bo Rask" -> ["Ann Lee"]): of the names ``fact`` adds to ``question``, the one
     nearest after the word that says the role; [] when no word of ``fact`` says it."""
+    return role_holders(fact, question, role)[:1]
+
+
+def role_holders(fact: str, question: str, role: str, limit: int = HOLDERS) -> list[str]:
+    """The names that may fill ``role`` in ``fact``, nearest after the word that says it first
+    (:func:`role_holder`), at most ``limit``: "directed by pioneering French filmmaker Alice
+    Guy-Blaché" -> ["French", "Alice Guy-Blaché"]. A hop takes the first the knowledge has facts
+    about (no one's facts open with "French")."""
     if _role_word(fact, role) is None:
         return []
     names = [p for e in bridge_entities(fact, question, limit=8) for p in JOINED.split(e) if p and p[0].isupper()]
-    return nearest_after(fact, role, list(dict.fromkeys(names)))[:1]
+    ordered = nearest_after(fact, role, list(dict.fromkeys(names)))
+    out = ordered[:1]
+    # The next name only after a one-word one in the same noun phrase (lower-case words
+    # between, no joining word or mark): "French" describes "filmmaker Alice Guy-Blaché";
+    # "Ann Lee and starring Bo Rask" are two.
+    for name in ordered[1:limit]:
+        if len(out[-1].split()) > 1:
+            break
+        before, here = _span(fact, out[-1]), _span(fact, name)
+        gap = fact[before[1]:here[0]] if before and here and here[0] > before[1] else ","
+        if not re.fullmatch(r"(?:\s+[a-z][\w-]*)*\s+", gap) or JOINED.search(gap):
+            break
+        out.append(name)
+    return out
+
+
+def _span(fact: str, name: str) -> tuple[int, int] | None:
+    """Where ``name``'s words stand in ``fact`` (whatever is between them), or None."""
+    words = re.findall(r"\w+", name)
+    found = re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", re.IGNORECASE).search(fact) \
+        if words else None
+    return found.span() if found else None
 
 
 def names(text: str, name: str) -> bool:
@@ -222,6 +253,7 @@ class ChainingTree:
         self.named, self.role = through
         self._texts = set(unique)
         self._searched: set[str] = set()
+        self._found: set[str] = set()  # the role holders whose search found facts about them
         self._hops: list[dict[str, Any]] = []
         self._taken = 0
         self._base = self._hits_taken = len(self._hits)
@@ -238,10 +270,16 @@ class ChainingTree:
         """Search the entities ``done`` adds and grow the tree with their facts (bounded)."""
         if self.web is None:
             return
-        holder = role_holder(done.text, self.question, self.role) if self.role and holds_answer(done.text, self.named) else []
+        holder = role_holders(done.text, self.question, self.role) if self.role and holds_answer(done.text, self.named) else []
+        holder_found = False
         for entity in holder or bridge_entities(done.text, self.question):
+            if holder_found:
+                break  # the role's holder is found: the names after them do not fill it
             with self._lock:
-                if len(self._searched) >= self.max_hops or entity.casefold() in self._searched:
+                if entity.casefold() in self._searched:
+                    holder_found = bool(holder) and entity.casefold() in self._found
+                    continue
+                if len(self._searched) >= self.max_hops:
                     continue
                 self._searched.add(entity.casefold())
             t = time.perf_counter()
@@ -253,6 +291,10 @@ class ChainingTree:
                 # connects to no stated fact: the chain would break there).
                 hits = [h for q in (entity, query) for h in self.web.search(q, 2 * self.k).hits
                         if is_about(h, entity) and names(h.text, entity)]
+                holder_found = bool(hits)
+                if hits:
+                    with self._lock:
+                        self._found.add(entity.casefold())
             else:
                 hits = self.web.search(query, 2 * self.k).hits
             # Twice k: facts the tree already holds (the anchor's own) are skipped, not counted.

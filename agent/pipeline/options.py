@@ -62,7 +62,7 @@ from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
 from ..web.keywords import STOP_WORDS, bridge_entities, extract_keywords, noun_form, only_in_longer_names
-from .chaining import bare_name, is_about, role_holder
+from .chaining import bare_name, is_about, role_holders
 from .grounding import holds_answer, says_form
 from .plan import QuestionPlan
 from .values import Dated, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
@@ -347,9 +347,13 @@ class OptionsStep:
             return []
         entities = bridge_entities(fact, f"{question} {option}", limit=8)
         if role:
-            entities = role_holder(fact, f"{question} {option}", role) or entities[:1]
+            # The first name after the role word that the knowledge has facts about fills it
+            # ("pioneering French filmmaker Alice Guy-Blaché": no one's facts are "French"'s).
+            entities = role_holders(fact, f"{question} {option}", role) or entities[:1]
         out: list[str] = []
-        for entity in entities[:2]:
+        for entity in entities if role else entities[:2]:
+            if role and out:
+                break
             t = time.perf_counter()
             # With a role, the facts about the one who fills it: searched by name alone (the
             # question's words would bring back the options' own facts).
