@@ -176,6 +176,27 @@ def test_the_one_who_fills_a_role_is_found_by_the_words_of_their_name():
     assert not opens_with_name("Lamp Street is a drama directed by Victor Jansen.", "Victor Jansen")
 
 
+def test_the_names_that_may_fill_a_role_are_those_of_its_phrase():
+    """Who may fill a role, tried in order until the knowledge has facts about one: the name
+    right after the role word, then a name it only describes ("French" before "filmmaker Alice
+    Guy-Blaché") and one joined to it by "and" (two directors); never a name of another role
+    ("and starring Ethel Moor"), nor one after a whole name that is not joined to it."""
+    from agent.pipeline.chaining import role_holders
+
+    question = "Where was the director of Lamp Street born?"
+    cases = {
+        "Lamp Street is a drama directed by pioneering French filmmaker Alma Vey through her company Solax.":
+            ["French", "Alma Vey"],
+        "Lamp Street is a drama directed by Ray Dunn and Ola Berg (uncredited).": ["Ray Dunn", "Ola Berg"],
+        "Lamp Street is a drama directed by Ray Dunn and starring Ethel Moor.": ["Ray Dunn"],
+        "Lamp Street is a drama directed by Ray Dunn for Dune Pictures.": ["Ray Dunn"],
+        "Lamp Street is a drama directed by Bergman, starring Ullmann.": ["Bergman"],
+        "Lamp Street is a drama starring Ethel Moor.": [],
+    }
+    for fact, holders in cases.items():
+        assert role_holders(fact, question, "director") == holders, fact
+
+
 def test_an_option_s_facts_are_its_own_a_qualified_title_is_not_its_namesake():
     """A fact is about an option when it names it or comes from its document; a title written
     with a qualifier ("(1940 film)") has namesakes, so a fact of another document naming the bare

@@ -180,15 +180,17 @@ def role_holders(fact: str, question: str, role: str, limit: int = HOLDERS) -> l
     names = [p for e in bridge_entities(fact, question, limit=8) for p in JOINED.split(e) if p and p[0].isupper()]
     ordered = nearest_after(fact, role, list(dict.fromkeys(names)))
     out = ordered[:1]
-    # The next name only after a one-word one in the same noun phrase (lower-case words
-    # between, no joining word or mark): "French" describes "filmmaker Alice Guy-Blaché";
-    # "Ann Lee and starring Bo Rask" are two.
+    # The next name only when it fills the same role: after "and" or "or" alone ("directed by
+    # Bill Rebane and Herschell Gordon Lewis"), or after a one-word name in the same noun phrase
+    # (lower-case words between, no joining word or mark: "French" describes "filmmaker Alice
+    # Guy-Blaché"). "Ann Lee and starring Bo Rask" are two roles.
     for name in ordered[1:limit]:
-        if len(out[-1].split()) > 1:
-            break
         before, here = _span(fact, out[-1]), _span(fact, name)
-        gap = fact[before[1]:here[0]] if before and here and here[0] > before[1] else ","
-        if not re.fullmatch(r"(?:\s+[a-z][\w-]*)*\s+", gap) or JOINED.search(gap):
+        gap = fact[before[1]:here[0]] if before and here and here[0] > before[1] else ";"
+        joined = re.fullmatch(r",?\s+(?:and|or)\s+|,\s+", gap) is not None
+        described = len(out[-1].split()) == 1 and re.fullmatch(r"(?:\s+[a-z][\w-]*)*\s+", gap) is not None \
+            and not JOINED.search(gap)
+        if not (joined or described):
             break
         out.append(name)
     return out
