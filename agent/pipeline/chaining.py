@@ -99,10 +99,10 @@ def nearest_after(fact: str, role: str, names: Sequence[str]) -> list[str]:
     return sorted(names, key=distance)
 
 
-# Words that join two names in one capitalised run ("Oliver Drake for Charles Rogers
-# Productions", "Ann Lee and Bo Rask"): a role is filled by one of them.
 # Names tried, nearest after the role word first, for who fills a role.
 HOLDERS = 3
+# Words that join two names in one capitalised run ("Oliver Drake for Charles Rogers
+# Productions", "Ann Lee and Bo Rask"): a role is filled by one of them.
 JOINED = re.compile(r"\s+(?:and|or|for|with|by|from|at|as|to)\s+")
 
 

@@ -73,8 +73,8 @@ if TYPE_CHECKING:
     from .asked import RelationMatcher
 
 OPTIONS_PROMPT = "agent-options"
-# Tokens per line of the reply (a ``Fact:`` line may take its longest fact's tokens and a few more: a long fact is never cut,
-# :meth:`~agent.decoding.greedy.DecodeSession.state_one`).
+# Tokens per line of the reply (a ``Fact:`` line may take its longest fact's tokens and a few
+# more: a long fact is never cut, :meth:`~agent.decoding.greedy.DecodeSession.state_one`).
 LINE_TOKENS = 96
 # New facts a hop writes into the reply (``Found:`` lines) after a stated fact.
 FOUND_FACTS = 2
