@@ -132,10 +132,12 @@ def test_a_hard_question_is_read_in_about_the_time_of_a_plain_one_of_its_length(
 
 @pytest.mark.parametrize("name", ["one name, commas", "distinct names"])
 def test_reading_a_question_grows_with_its_length_not_faster(name):
-    """Twice the length, about twice the time (2.6x allowed); a rescan per name read was ~8x."""
+    """Twice the length, about twice the time (3x allowed: 2.0 on an idle machine, 2.7 once in a
+    loaded CI run; time growing with the square of the length would be 4x, a rescan per name read
+    was ~8x). The best of five readings each."""
     question = ADVERSARIAL[name]
     half = question[: MAX_QUESTION_CHARS // 2 - 1] + "?"
-    assert best_of(question) / best_of(half) < 2.6
+    assert best_of(question, rounds=5) / best_of(half, rounds=5) < 3.0
 
 
 def test_a_follow_up_made_standalone_stays_within_the_question_bound():
