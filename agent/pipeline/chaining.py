@@ -85,12 +85,8 @@ def nearest_after(fact: str, role: str, names: Sequence[str]) -> list[str]:
     at = m.end()
 
     def where(name: str, start: int) -> int:
-        words = re.findall(r"\w+", name)
-        if not words:
-            return -1
-        found = re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)",
-                           re.IGNORECASE).search(fact, start)
-        return found.start() if found else -1
+        found = _span(fact, name, start)
+        return found[0] if found else -1
 
     def distance(name: str) -> int:
         after = where(name, at)
@@ -196,10 +192,11 @@ def role_holders(fact: str, question: str, role: str, limit: int = HOLDERS) -> l
     return out
 
 
-def _span(fact: str, name: str) -> tuple[int, int] | None:
-    """Where ``name``'s words stand in ``fact`` (whatever is between them), or None."""
+def _span(fact: str, name: str, start: int = 0) -> tuple[int, int] | None:
+    """Where ``name``'s words stand in ``fact`` from ``start`` (whatever is between them: "Robert
+    G Vignola" in "Robert G. Vignola"), or None."""
     words = re.findall(r"\w+", name)
-    found = re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", re.IGNORECASE).search(fact) \
+    found = re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", re.IGNORECASE).search(fact, start) \
         if words else None
     return found.span() if found else None
 
@@ -231,9 +228,7 @@ def role_lead(hits: Sequence[Any], question: str, through: tuple[str, str]) -> s
 
 def _named_after_role(fact: str, role: str, name: str) -> bool:
     m = _role_word(fact, role)
-    words = re.findall(r"\w+", name)
-    return m is not None and bool(words) and re.compile(
-        r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", re.IGNORECASE).search(fact, m.end()) is not None
+    return m is not None and _span(fact, name, m.end()) is not None
 
 
 class ChainingTree:
