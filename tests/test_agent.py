@@ -279,3 +279,49 @@ def test_an_option_is_dated_from_its_own_document_when_no_fact_found_by_its_name
         web.close()
     assert dated in result.text and "Answer: 1961" in result.text, result.text
     assert (result.answer, result.grounded) == ("Dune Sea Pies", True), result.how
+
+
+def test_a_life_asked_of_options_that_have_none_is_read_of_whom_their_facts_name(
+        demo_generator, tmp_path, graph, graph_server, embedder):
+    """"Which director died first, Quiet Harbour or The Winter Gate?" names no role with "the"
+    or "whose", and films have no death: the question's word that the films' facts follow with a
+    name ("directed by Paul Amsel") leads to whose deaths are compared (the films' years would
+    give the other film). "Which film is older?" of the same films compares their own years.
+    "Who lived longer, Ada Quint or Bo Rask?" reads each from a fact with both dates of the
+    life (Bo Rask's top facts give years of his work). Written for this test."""
+    from agent.knowledge.kamel import relations_file, value_types_file
+    from agent.pipeline.asked import RelationLabels, RelationMatcher
+    from agent.pipeline.options import OptionsStep
+    from agent.pipeline.plan import QuestionPlan
+
+    corpus = [{"title": "Quiet Harbour", "text": "Quiet Harbour is a 1954 drama film directed by Paul Amsel."},
+              {"title": "The Winter Gate", "text": "The Winter Gate is a 1961 film directed by Helga Stern."},
+              {"title": "Paul Amsel", "text": "Paul Amsel (12 March 1901 – 4 May 1970) was a German director."},
+              {"title": "Helga Stern", "text": "Helga Stern (8 June 1915 – 2 January 1969) was an Austrian director."},
+              {"title": "Ada Quint", "text": "Ada Quint (6 May 1813 – 25 December 1882) was a Danish sculptor."},
+              {"title": "Bo Rask", "text": "Bo Rask taught history at Velmora from 1952 to 1971. Bo Rask "
+                                           "(22 November 1917 – 6 December 1995) was a Swedish historian."}]
+    (tmp_path / "corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    web = KnowledgeWeb.open(tmp_path / "web", embedder=embedder, graph_uri=graph_server.uri,
+                            graph_user=graph_server.user, graph_password=graph_server.password,
+                            graph_database=graph_server.database)
+    matcher = RelationMatcher(embedder, RelationLabels.from_tsv(relations_file(), values=value_types_file()))
+    films = ("Quiet Harbour", "The Winter Gate")
+    try:
+        step = OptionsStep(demo_generator, web, matcher=matcher)
+        web.add_documents(read_documents([tmp_path / "corpus.json"]), SentenceDecomposer(), progress=False)
+        question = "Which director died first, Quiet Harbour or The Winter Gate?"
+        died = step.run(question, QuestionPlan("choice", films, "earlier"), web.search(question, 2).hits)
+        question = "Which film is older, Quiet Harbour or The Winter Gate?"
+        older = step.run(question, QuestionPlan("choice", films, "earlier", age=True), web.search(question, 2).hits)
+        question = "Who lived longer, Ada Quint or Bo Rask?"
+        listed = [h for h in web.search(question, 10).hits if "–" not in h.text or "Quint" in h.text]
+        lived = step.run(question, QuestionPlan("choice", ("Ada Quint", "Bo Rask"), "more", length=True), listed)
+    finally:
+        web.close()
+    assert "Answer: 2 January 1969" in died.text and "Answer: 4 May 1970" in died.text, died.text
+    assert (died.answer, died.grounded) == ("The Winter Gate", True), died.how
+    assert (older.answer, older.grounded) == ("Quiet Harbour", True), older.how
+    assert "1954" in older.how and "1901" not in older.text, older.text
+    assert "Bo Rask (22 November 1917 – 6 December 1995)" in lived.text, lived.text
+    assert (lived.answer, lived.grounded) == ("Bo Rask", True), lived.how  # 78 years against 69

@@ -295,6 +295,13 @@ def test_the_name_and_role_a_question_asks_through():
     assert asked_through("Which film was directed by the father of Ada Quint?") == ("Ada Quint", "father")
     assert asked_through("Who is the producer of Dune Sea?") == ("", "")
     assert asked_through("Who was the director of film Dune Sea?") == ("", "")
+    # What the name is may be said with an article ("of the film", "of the documentary") in any
+    # word: a model's rewording of 2Wiki's "of film X" (written for this test); a clause the name
+    # opens ("the country X was born in") is not said of it.
+    assert asked_through("Who is the spouse of the director of the film Lamp Street?") == ("Lamp Street", "director")
+    assert asked_through("Where was the composer of the opera Grey Orchard born?") == ("Grey Orchard", "composer")
+    assert asked_through("Who was the director of the documentary Dune Sea?") == ("", "")
+    assert asked_through("What is the capital of the country Ada Quint was born in?") != ("Ada Quint", "capital")
     assert asked_through("Where was Ada Quint born?") == ("", "")
     fact = "Lamp Street is a 1961 drama directed by Robert G. Varn for Dune Pictures and starring Ethel Moor."
     assert role_holder(fact, "Who is the spouse of the director of film Lamp Street?", "director") == ["Robert G Varn"]

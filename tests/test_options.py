@@ -309,3 +309,38 @@ def test_which_date_of_a_life_a_question_orders_by_in_several_wordings():
     assert event("Who came into the world first: Ada Quint or Bo Rask?", "earlier") == "birth"
     assert event("Is Ada Quint older than Bo Rask?", "earlier", age=True) == "birth"
     assert event("Which came out last, Ada Quint or Bo Rask?", "later") == ""
+    # far from both dates of a life, but much nearer one (a model's rewording of 2Wiki's)
+    assert event("Which film was directed by a director born later, Ada Quint or Bo Rask?", "later") == "birth"
+    assert event("Which film was released first, Ada Quint or Bo Rask?", "earlier") == ""
+
+
+def test_options_read_through_different_roles_are_not_compared():
+    """A film's year is not its director's birth: when one option was read through a role and
+    the other as itself (its facts named no one in it), the step shows nothing."""
+    readings = _readings("12 March 1901", "1961", b_facts=(2,))
+    readings[0].role = "director"
+    plan = QuestionPlan("choice", ("Quiet Harbour", "The Winter Gate"), "earlier")
+    answer, shown, how, _ = compute_step(plan, readings, FACTS)
+    assert (answer, shown) == ("", False) and "through its director" in how and "as itself" in how
+
+
+def test_whose_life_an_option_is_read_of_is_said_by_its_facts():
+    """The plan names no role ("Which director died first, A or B?"): a word of the question the
+    option's fact follows with a name, and does not call the option by, says whom the date is
+    read of; the film's own kind ("film") does not; an option with that date of its own is read
+    as itself. Written for this test."""
+    from agent.pipeline.options import led_role
+
+    plan = QuestionPlan("choice", ("Quiet Harbour", "The Winter Gate"), "earlier")
+    film = ["Quiet Harbour is a 1954 drama film directed by Paul Amsel."]
+    assert led_role(plan, "Which director died first, Quiet Harbour or The Winter Gate?", "death", film) == "director"
+    assert led_role(plan, "Which film was directed by a director born later, Quiet Harbour or The Winter Gate?",
+                    "birth", film) in ("directed", "director")
+    assert led_role(plan, "Which film is older, Quiet Harbour or The Winter Gate?", "birth", film) == ""
+    assert led_role(plan, "Which film came out first, Quiet Harbour or The Winter Gate?", "", film) == ""
+    people = QuestionPlan("choice", ("Paul Amsel", "Helga Stern"), "earlier")
+    lived = ["Paul Amsel (12 March 1901 – 4 May 1970) was a German director of films produced by Ada Quint."]
+    assert led_role(people, "Which director died first, Paul Amsel or Helga Stern?", "death", lived) == ""
+    one = QuestionPlan("choice", ("Quiet Harbour", "The Winter Gate"), "earlier", role="one")
+    assert led_role(one, "Which director is older, the one who directed Quiet Harbour or the one who directed "
+                         "The Winter Gate?", "birth", film) == "director"

@@ -471,9 +471,16 @@ def asks_through(question: str, name: str) -> str:
             noun = _relative_head(lower, stops[i], first_plain)
             if noun:
                 return noun
-        if word == "x" and i >= 2 and lower[i - 1] in ("of", "film", "song", "album", "novel", "book", "band"):
-            j = i - 1 if lower[i - 1] == "of" else i - 2
-            if j >= 1 and lower[j] == "of":
+        if word == "x" and i >= 2:
+            # "the N of X", "of film X", "of the film X": the nearest "of" before X, with at most
+            # an article and one word that says what X is between; not the head of a clause X
+            # opens ("of the country X was born in", "the nation X holds citizenship in": a verb
+            # of being after X, or a preposition left at the end).
+            j = next((k for k in range(i - 1, max(0, i - 4), -1) if lower[k] == "of"), -1)
+            between = [w for w in lower[j + 1:i] if w not in ("the", "a", "an")] if j >= 1 else ["", ""]
+            clause = bool(between) and i + 1 < len(lower) and (lower[i + 1] in _COPULAS | _AUXILIARY
+                                                                or lower[-1] in _PREPOSITIONS)
+            if len(between) <= 1 and not set(between) & (_PHRASE_ENDS | _ASKING) and not clause:
                 noun = lower[j - 1]
                 # Something asked after it, "of the N of X", or "the N of X" as the object of a
                 # verb that is not "is" ("What movie stars A and the producer of X?": the movie
@@ -562,6 +569,7 @@ _PHRASE_ENDS = frozenset({"in", "from", "of", "by", "with", "for", "at", "on", "
                           "which", "who", "whom", "whose", "what", "where", "when", "how", "and", "or", "is", "was",
                           "are", "were", "has", "had"})
 _COPULAS = frozenset({"is", "was", "are", "were", "be", "been", "being", "became", "becomes", "remains"})
+_AUXILIARY = frozenset({"has", "had", "have", "did", "does", "do"})
 _ASKING = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "how"})
 _RELATIVE = frozenset({"which", "where", "whose", "that", "who", "whom"})
 _PREPOSITIONS = frozenset({"in", "on", "at", "from", "of", "for", "to", "by", "with", "into", "near"})

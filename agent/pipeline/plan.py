@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..prompts import prompts_dir
-from ..web.keywords import extract_keywords
+from ..web.keywords import STOP_WORDS, extract_keywords
 
 
 KINDS = ("lookup", "choice", "verify", "same", "difference")
@@ -367,6 +367,18 @@ def role_nouns(question: str, options: Sequence[str]) -> list[str]:
         if noun not in _DETERMINERS and noun not in ORDER_WORDS and len(noun) > 2 and noun not in ("of", "x"):
             nouns.append(noun)
     return list(dict.fromkeys(nouns))
+
+
+def role_words(question: str, options: Sequence[str], role: str = "") -> list[str]:
+    """The words of ``question`` that may name whom its options lead to, ``role`` first, then
+    its other words outside the options' names in the question's order, less function words,
+    wh-words, auxiliaries and order words ("Which director died first, X or Y?" -> ["director",
+    "died"]). Which one does is the knowledge's to say (:meth:`~.options.OptionsStep.run`: a
+    word the options' facts follow with a name, and do not call the option itself)."""
+    words = [w for w in question_words(masked_question(question, options))
+             if len(w) > 2 and w != "x" and w not in STOP_WORDS and w not in _WH and w not in AUXILIARIES
+             and w not in ORDER_WORDS]
+    return list(dict.fromkeys([*([role.lower()] if role else []), *words]))
 
 
 def plan_examples() -> list[dict[str, str]]:
