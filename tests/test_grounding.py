@@ -238,6 +238,18 @@ def test_an_answer_whose_facts_never_reach_another_name_of_the_question_is_not_p
     assert ground(question, "Ines Marr", [film, cast, role]).grounded
 
 
+def test_a_name_written_without_its_middle_name_is_the_same_one():
+    """"Scott Andrew Buchholz" and "Scott Buchholz" (HotpotQA, two sentences of one document)
+    are one man: a chain through both holds; "Scott Buchholz" is not "Scott Morrison", nor is
+    "Ada Quint" "Ada Vell Marr". Names other than the first invented for this test."""
+    question = "Ada Lene Quint, a Danish painter, was a pupil of which sculptor?"
+    born = "Ada Lene Quint (born 1968) is a Danish painter."
+    pupil = "Ada Quint was a pupil of the sculptor Oskar Lind in Aarhus."
+    assert ground(question, "Oskar Lind", [born, pupil]).grounded
+    other = "Ada Marr was a pupil of the sculptor Oskar Lind in Aarhus."
+    assert not ground(question, "Oskar Lind", [born, other]).grounded
+
+
 @pytest.mark.parametrize("question", [
     "What coastal country on the Vell Sea is the birthplace of the painter Ada Quint?",
     "Which country bordering the Vell Sea was the painter Ada Quint born in?",

@@ -440,7 +440,17 @@ def _names_in(fact: _Stated, q_names: Sequence[frozenset[str]]) -> bool:
 def _shares(entity: str, linked: set[str]) -> bool:
     words = entity.split()
     return any(entity == other or _contains(other.split(), words) or _contains(words, other.split())
+               or _middle_left_out(words, other.split()) or _middle_left_out(other.split(), words)
                for other in linked if other)
+
+
+def _middle_left_out(short: Sequence[str], full: Sequence[str]) -> bool:
+    """Whether ``short`` is ``full`` with middle words left out, its first and last word kept
+    ("Scott Buchholz" of "Scott Andrew Buchholz"): one person's name, written in two ways."""
+    if len(short) < 2 or len(full) <= len(short) or short[0] != full[0] or short[-1] != full[-1]:
+        return False
+    rest = iter(full[1:-1])
+    return all(word in rest for word in short[1:-1])
 
 
 def _fact_words(text: str) -> list[str]:
