@@ -119,6 +119,8 @@ class GenerationAttempts:
             # listed facts' words copied into an answer): nothing stands behind it, so the reply
             # opens with a fact of the tree, and the model goes on from there.
             part = go_on(writer.fact_first, "an answer with no fact stated: the reply opens with one") or part
+            if part.spans and not part.answer:  # the model stopped after the fact: it answers from it
+                part = go_on(writer.answer_now, "a fact stated, then no answer") or part
             record = records[-1]
         if not knows(part.answer) and self._says_what_is_asked(question, record, chain):
             # The model stated a fact that says what is asked, then wrote "I don't know.".
