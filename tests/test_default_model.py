@@ -89,26 +89,6 @@ def test_a_chain_one_hop_short_gets_one_more_fact(default_generator):
     assert not attempts[0]["grounded"] and attempts[-1]["continues"] == attempts[0]["attempt"]
 
 
-def test_an_answer_written_with_no_fact_is_rewritten_from_a_fact(default_generator):
-    """A reply that answers at once ("Answer: Bergen", no fact stated) stands on nothing: it is
-    rewound to its start and opened with "Fact:", so the model states one of the tree's facts
-    first (constrained) and answers after it. A reply that states a fact is not reopened."""
-    from agent.index.trie import FactIndex
-    from agent.knowledge.facts import Fact
-    from agent.pipeline.replies import ReplyWriter
-
-    facts = {"Ada Quint was born in Oslo in 1951.", "Oslo is the capital of Norway."}
-    index = FactIndex.build([Fact.from_statement(t) for t in sorted(facts)], default_generator.tokenizer)
-    writer = ReplyWriter(default_generator)
-    question = "Where was Ada Quint born?"
-    reply = writer.start(question, index, question=question, guarded=False)
-    reply.session.feed(default_generator._encode("Answer: Bergen\n"), reply=True)
-    part = writer.fact_first(reply)
-    assert part is not None and part.text.startswith("Fact: ") and "Bergen" not in part.text, part.text
-    assert part.spans and part.spans[0].text in facts and part.text.startswith(f"Fact: {part.spans[0].text}")
-    assert writer.fact_first(reply) is None
-
-
 # --- the issue's conversation, as a user meets it -----------------------------------------------
 
 BUCK = ("Where did Buck Owens die?", "What instrument did he play?")

@@ -5,8 +5,7 @@ asks (:mod:`.asked`), with the two continuations of the same reply (:mod:`.repli
 - **answer again**: the model stated a triple that says what is asked, then wrote "I don't
   know." — the reply is rewound to after its facts and the model answers from there;
 - **one more fact**: the fact holding the answer says something else than what is asked, or
-  the answer is in none of the connected facts — the chain may go on one more fact;
-- **a fact first**: the model answered without stating a fact — the reply opens with one.
+  the answer is in none of the connected facts — the chain may go on one more fact.
 
 Each continuation is recorded as the next attempt (``continues``, ``why``). The records are plain
 data (:mod:`.trace`); the events go to :meth:`~agent.pipeline.fact_agent.FactAgent.stream`'s
@@ -114,14 +113,6 @@ class GenerationAttempts:
                     hops.extend(chain.take_hops())
             return more
 
-        if not part.spans and knows(part.answer) and not part.stopped:
-            # The model answered with no fact stated (HotpotQA: 5 of 16 dev questions, the
-            # listed facts' words copied into an answer): nothing stands behind it, so the reply
-            # opens with a fact of the tree, and the model goes on from there.
-            part = go_on(writer.fact_first, "an answer with no fact stated: the reply opens with one") or part
-            if part.spans and not part.answer:  # the model stopped after the fact: it answers from it
-                part = go_on(writer.answer_now, "a fact stated, then no answer") or part
-            record = records[-1]
         if not knows(part.answer) and self._says_what_is_asked(question, record, chain):
             # The model stated a fact that says what is asked, then wrote "I don't know.".
             part = go_on(writer.answer_now, "a stated fact says what the question asks") or part

@@ -10,9 +10,7 @@ fed in one pass). Two repairs continue the same session instead of starting agai
   (``Answer:``);
 - **one more fact** (:meth:`ReplyWriter.one_more_fact`): when the answer stands on a chain that
   stops one hop short (the fact holding it does not say what the question asks), the reply is
-  rewound to the end of its last fact and the model states one more, then answers;
-- **a fact first** (:meth:`ReplyWriter.fact_first`): when the model answered without stating a
-  fact, the reply is rewound to its start and opened with ``Fact:``.
+  rewound to the end of its last fact and the model states one more, then answers.
 
 A reply may open with a **lead** fact the agent writes (:meth:`ReplyWriter.start`), and one
 ``Fact:`` line may be constrained to a few facts alone (:meth:`ReplyWriter.state_one`: after
@@ -157,17 +155,6 @@ class ReplyWriter:
         has no fact."""
         return self._after_facts(reply, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span)
 
-    def fact_first(self, reply: Reply, *, on_text: Callable[[str], None] | None = None,
-                   on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
-        """Rewind to the reply's start and open it with ``Fact:``: the model answered with no
-        fact stated (its answer stands on nothing), so it states one first, constrained to the
-        tree, then goes on as it would. None when the reply has a fact (or a stop)."""
-        if reply.session.trace.spans:
-            return None
-        if reply.guard is not None:
-            reply.guard.cut.clear()
-        return self._after_facts(reply, TRIGGER, self.generator.max_new_tokens, on_text, on_span, start=True)
-
     def text(self, reply: Reply) -> str:
         """The reply's text so far."""
         return decode_tokens(self.tokenizer, reply.session.out)
@@ -194,16 +181,15 @@ class ReplyWriter:
     # --- helpers -------------------------------------------------------------------------------
 
     def _after_facts(self, reply: Reply, opening: str, budget: int, on_text: Callable[[str], None] | None,
-                     on_span: Callable[[FactSpan], None] | None, start: bool = False) -> ReplyPart | None:
-        """Rewind to the end of the reply's last fact (``start``: to the reply's start), write
-        ``opening`` and let the model go on for ``budget`` tokens: the continued part, or None
-        when there is no fact (or a stop)."""
+                     on_span: Callable[[FactSpan], None] | None) -> ReplyPart | None:
+        """Rewind to the end of the reply's last fact, write ``opening`` and let the model go on
+        for ``budget`` tokens: the continued part, or None when there is no fact (or a stop)."""
         session = reply.session
         spans = list(session.trace.spans)
-        if not (spans or start) or self._stopped(session):
+        if not spans or self._stopped(session):
             return None
         started = time.perf_counter()
-        session.rewind(spans[-1][2] + 1 if spans and not start else 0)
+        session.rewind(spans[-1][2] + 1)
         begin = len(session.out)
         session.feed(self._encode(opening), reply=True)
         # The continuation is an attempt of its own: its stream starts with what it keeps (the
