@@ -76,6 +76,7 @@ from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
 from ..web.keywords import STOP_WORDS, extract_keywords, noun_form
 from .grounding import holds_answer
+from .plan import AUXILIARIES
 from .values import parse_date, parse_number
 
 if TYPE_CHECKING:
@@ -477,10 +478,10 @@ def asks_through(question: str, name: str) -> str:
             # opens ("of the country X was born in", "the nation X holds citizenship in": a verb
             # of being after X, or a preposition left at the end).
             j = next((k for k in range(i - 1, max(0, i - 4), -1) if lower[k] == "of"), -1)
-            between = [w for w in lower[j + 1:i] if w not in ("the", "a", "an")] if j >= 1 else ["", ""]
-            clause = bool(between) and i + 1 < len(lower) and (lower[i + 1] in _COPULAS | _AUXILIARY
+            between = [w for w in lower[j + 1:i] if w not in ("the", "a", "an")]
+            clause = bool(between) and i + 1 < len(lower) and (lower[i + 1] in _COPULAS | AUXILIARIES
                                                                 or lower[-1] in _PREPOSITIONS)
-            if len(between) <= 1 and not set(between) & (_PHRASE_ENDS | _ASKING) and not clause:
+            if j >= 1 and len(between) <= 1 and not set(between) & (_PHRASE_ENDS | _ASKING) and not clause:
                 noun = lower[j - 1]
                 # Something asked after it, "of the N of X", or "the N of X" as the object of a
                 # verb that is not "is" ("What movie stars A and the producer of X?": the movie
@@ -569,7 +570,6 @@ _PHRASE_ENDS = frozenset({"in", "from", "of", "by", "with", "for", "at", "on", "
                           "which", "who", "whom", "whose", "what", "where", "when", "how", "and", "or", "is", "was",
                           "are", "were", "has", "had"})
 _COPULAS = frozenset({"is", "was", "are", "were", "be", "been", "being", "became", "becomes", "remains"})
-_AUXILIARY = frozenset({"has", "had", "have", "did", "does", "do"})
 _ASKING = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "how"})
 _RELATIVE = frozenset({"which", "where", "whose", "that", "who", "whom"})
 _PREPOSITIONS = frozenset({"in", "on", "at", "from", "of", "for", "to", "by", "with", "into", "near"})
