@@ -198,8 +198,6 @@ ABLATIONS: dict[str, tuple[str, Callable[[Any], None]]] = {
              _neutral("repeats_a_name", lambda question, answer, stated=(): "")),
     "whole": ("an answer repeating the whole statement (repeats_the_statement)",
               _neutral("repeats_the_statement", lambda answer, fact: "")),
-    "description": ("an answer that is the question's own description (answers_a_description)",
-                    _neutral("answers_a_description", lambda question, answer, fact: "")),
     "kind": ("a statement naming another of the kind asked (names_another_of_the_kind)",
              _neutral("names_another_of_the_kind", lambda question, answer, fact: "")),
     "through": ("a question asked through a relative or role needs the chain to reach it (_through)",

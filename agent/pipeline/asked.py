@@ -74,7 +74,7 @@ import numpy as np
 from ..index.base import FactTree
 from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
-from ..web.keywords import STOP_WORDS, extract_keywords, noun_form
+from ..web.keywords import STOP_WORDS, extract_keywords
 from .grounding import holds_answer
 from .plan import AUXILIARIES
 from .values import parse_date, parse_number
@@ -579,7 +579,8 @@ _WORD_OR_MARK = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*\.?|[,;:()\"]")
 
 def _described(question: str) -> list[tuple[str, int]]:
     """(head noun, where it ends in ``question``) of each indefinite noun phrase before the
-    question's last wh-word (:func:`described_nouns`)."""
+    question's last wh-word: things the question describes on its way to what it asks ("a
+    singer-songwriter", "a university located in"), not what it asks."""
     tokens = [(m.group(0).lower(), m.end()) for m in _Q_TOKEN.finditer(question)]
     words = [w for w, _ in tokens]
     asking = [i for i, w in enumerate(words) if w in _ASKING]
@@ -596,13 +597,6 @@ def _described(question: str) -> list[tuple[str, int]]:
     return out
 
 
-def described_nouns(question: str) -> list[str]:
-    """The head nouns of the indefinite noun phrases ("a singer-songwriter", "a university
-    located in", "an Australian soap opera created by") that come before the question's
-    wh-word: things the question describes on its way to what it asks, not what it asks."""
-    return [noun for noun, _ in _described(question)]
-
-
 def asked_clause(question: str) -> str:
     """What ``question`` asks of the last thing it describes on its way: the words after that
     noun phrase ("created by who?" in "Kate Ramsay is a character from an Australian soap opera
@@ -610,30 +604,6 @@ def asked_clause(question: str) -> str:
     described = _described(question)
     rest = question[described[-1][1]:].strip() if described else ""
     return rest if len(_Q_TOKEN.findall(rest)) >= 2 else question
-
-
-def answers_a_description(question: str, answer: str, fact: str) -> str:
-    """"" unless ``answer`` is a thing ``question`` only describes on its way to what it asks
-    (:func:`described_nouns`): the answer is called by that noun ("Australian National
-    University" for "a university located in what city?") or the fact names it by it
-    ("... by singer-songwriter M. Ward" for "by a singer-songwriter from what state?"). Then
-    why, in one line."""
-    nouns = {noun_form(n) for n in described_nouns(question)}
-    if not nouns:
-        return ""
-    own = {noun_form(w) for w in _Q_TOKEN.findall(answer)}
-    hit = nouns & own
-    if not hit:
-        plain = fact.replace("<", " ").replace(">", " ")
-        m = re.search(rf"(?<![^\W_]){re.escape(answer.strip())}(?![^\W_])", plain, flags=re.IGNORECASE)
-        before = _Q_TOKEN.findall(plain[:m.start()]) if m else []
-        if before and noun_form(before[-1]) in nouns:
-            hit = {noun_form(before[-1])}
-    if not hit:
-        return ""
-    noun = sorted(hit)[0]
-    return (f"{answer!r} is the {noun} the question describes on its way to what it asks, "
-            f"not what it asks")
 
 
 def asked_noun(question: str) -> list[str]:
@@ -812,9 +782,6 @@ class AskedChecker:
         whole = repeats_the_statement(answer, stated[holding[-1]])
         if whole:
             return AskedCheck(False, holding[-1], "the statement", "", "whole", 0.0, whole)
-        described = answers_a_description(question, answer, stated[holding[-1]])
-        if described:
-            return AskedCheck(False, holding[-1], "", "", "chain", 0.0, described)
         other = "" if parse_triple(stated[holding[-1]]) else \
             names_another_of_the_kind(question, answer, stated[holding[-1]])
         if other:
