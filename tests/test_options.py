@@ -95,6 +95,33 @@ def test_same_or_different_values():
     assert compute_step(plan, readings(1, "Italian"), facts)[:2] == ("", False)  # no embedder: not shown
 
 
+# Written for this test: two values an embedder puts close ("Jiangsu"/"Jiangxi" are 0.72 apart with
+# the bundled one, "UK"/"United Kingdom" 0.79), told apart by what the knowledge calls them.
+def test_two_values_the_facts_each_call_one_of_the_kind_compared_are_different():
+    plan = QuestionPlan("same", ("Lamp Street", "Dune Sea"))
+    near = lambda a, b: 0.72  # noqa: E731 - look alike to the embedder
+
+    def step(a_fact: str, a_value: str, b_fact: str, b_value: str, attribute: str = "province"):
+        readings = [OptionReading("Lamp Street", facts=[0], value=a_value, read_from=[0]),
+                    OptionReading("Dune Sea", facts=[1], value=b_value, read_from=[1])]
+        return compute_step(plan, readings, [a_fact, b_fact], near, attribute)
+
+    answer, shown, how, _ = step("Lamp Street is a town in Kestrel province, Norland.", "Kestrel",
+                                 "Dune Sea is a city in the western Harrow Province of Norland.", "Harrow")
+    assert (answer, shown) == ("no", True) and "Kestrel" in how and "Harrow" in how
+    assert step("Lamp Street is a town in the province of Kestrel.", "Kestrel",
+                "Dune Sea lies in the provinces of Harrow and Vale.", "Harrow")[:2] == ("no", True)
+    # one fact does not call its value a province: nothing shown
+    assert step("Lamp Street is a town in Kestrel province.", "Kestrel",
+                "Dune Sea is a city near Harrow.", "Harrow")[:2] == ("", False)
+    # names that share a word may be one thing written two ways
+    assert step("Lamp Street is in New Kestrel province.", "New Kestrel",
+                "Dune Sea is in Kestrel province.", "Kestrel")[:2] == ("", False)
+    # not asked as a "same <kind>" question: nothing shown
+    assert step("Lamp Street is a town in Kestrel province.", "Kestrel",
+                "Dune Sea is a city in Harrow province.", "Harrow", attribute="")[:2] == ("", False)
+
+
 @pytest.mark.parametrize(("question", "said"), [
     ("Are Ada Varga and Ines Varro both film directors?", "film directors"),
     ("Were both Ada Varga and Ines Varro film directors?", "film directors"),

@@ -291,7 +291,7 @@ class OptionsStep:
             show()
         text = decode_tokens(tokenizer, session.out)
         spans = _spans(text, stated, known)
-        answer, grounded, how, used = compute_step(plan, readings, stated, self.similar)
+        answer, grounded, how, used = compute_step(plan, readings, stated, self.similar, attribute)
         return OptionsResult(text, spans, readings, answer, grounded, how, used, len(session.out), len(ids),
                              cached, round(prefill, 4), [], hops, known)
 
@@ -435,10 +435,12 @@ def option_event(matcher: RelationMatcher | None, question: str, plan: QuestionP
 
 
 def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Sequence[str],
-                 similar: Callable[[str, str], float] | None = None) -> tuple[str, bool, str, tuple[int, ...]]:
+                 similar: Callable[[str, str], float] | None = None,
+                 attribute: str = "") -> tuple[str, bool, str, tuple[int, ...]]:
     """The step of ``plan`` over the options' ``readings`` (their values and the indices of the
     ``facts`` stated for them): (answer, shown, how, the facts read). A value counts only when
-    a fact stated for its option holds it."""
+    a fact stated for its option holds it. ``attribute``: what a "same" question compares
+    (:func:`same_attribute`)."""
     for reading in readings:
         _hold(reading, facts, plan.kind, plan.order)
     if len(readings) < 2:
@@ -475,6 +477,10 @@ def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Seque
         return pick.option, True, how, used
     if plan.kind == "same":
         same = _same_value(a.value, b.value, similar)
+        if same is None and attribute and _two_of_a_kind(a.value, facts[a.held], b.value, facts[b.held], attribute):
+            return "no", True, (f"compared: fact {a.held + 1} names {a.value!r} a {attribute}, fact {b.held + 1} "
+                                f"names {b.value!r} a {attribute}: two {attribute} names that share no word, "
+                                "different"), used
         if same is None:
             return "", False, f"{a.option!r} is {a.value!r}, {b.option!r} is {b.value!r}: not shown the same or different", used
         answer = "yes" if same else "no"
@@ -679,6 +685,26 @@ def _same_value(a: str, b: str, similar: Callable[[str, str], float] | None) -> 
     if similar is None:
         return None
     return False if similar(a, b) < DIFFERENT_BELOW else None
+
+
+def _two_of_a_kind(a: str, fact_a: str, b: str, fact_b: str, kind: str) -> bool:
+    """Whether two values that look alike to the embedder ("Jiangsu", "Jiangxi") are two
+    things of ``kind``: each one's fact calls it one by name ("in Jiangsu province", "the state
+    of Louisiana") and their names share no word. Two names of one thing are seldom each written
+    with the kind's noun in the knowledge ("UK" and "United Kingdom" are not called "country"
+    so); a name and a longer one ("New York", "New York City") share a word."""
+    words_a, words_b = set(normalize_answer(a).split()), set(normalize_answer(b).split())
+    return bool(words_a and words_b) and not words_a & words_b \
+        and _called(fact_a, a, kind) and _called(fact_b, b, kind)
+
+
+def _called(fact: str, value: str, kind: str) -> bool:
+    """Whether ``fact`` calls ``value`` a ``kind`` (singular or plural, any case): "<value>
+    <kind>" or "<kind> of [the] <value>"."""
+    name, wanted = re.escape(value.strip()), noun_form(kind.lower())
+    pattern = rf"(?<![^\W_]){name}\s+([^\W\d_]+)|([^\W\d_]+)\s+of\s+(?:the\s+)?{name}(?![^\W_])"
+    return any(noun_form((m.group(1) or m.group(2)).lower()) == wanted
+               for m in re.finditer(pattern, fact, flags=re.IGNORECASE))
 
 
 def _names(text: str, name: str) -> bool:
