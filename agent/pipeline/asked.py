@@ -196,14 +196,6 @@ class RelationLabels:
                    [label for label, (total, numbers) in counts.items()
                     if total >= MIN_VALUES and numbers < ITEM_SHARE * total])
 
-    def with_labels(self, labels: Iterable[str]) -> RelationLabels:
-        """These labels and ``labels`` (descriptions kept where known)."""
-        merged = dict(self.labels)
-        for label in labels:
-            if label and label.strip():
-                merged.setdefault(label.strip(), "")
-        return RelationLabels(merged, self.numeric, self.items)
-
     def merged(self, other: RelationLabels) -> RelationLabels:
         """Both sets; where both know a relation, this one's description and value type."""
         out = dict(other.labels)
