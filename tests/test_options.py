@@ -117,6 +117,9 @@ def test_two_values_the_facts_each_call_one_of_the_kind_compared_are_different()
     # names that share a word may be one thing written two ways
     assert step("Lamp Street is in New Kestrel province.", "New Kestrel",
                 "Dune Sea is in Kestrel province.", "Kestrel")[:2] == ("", False)
+    # the kind's noun inside a longer name calls nothing so
+    assert step("Lamp Street is home to Kestrel State University.", "Kestrel",
+                "Dune Sea is a city in Harrow state.", "Harrow", attribute="state")[:2] == ("", False)
     # not asked as a "same <kind>" question: nothing shown
     assert step("Lamp Street is a town in Kestrel province.", "Kestrel",
                 "Dune Sea is a city in Harrow province.", "Harrow", attribute="")[:2] == ("", False)

@@ -700,9 +700,11 @@ def _two_of_a_kind(a: str, fact_a: str, b: str, fact_b: str, kind: str) -> bool:
 
 def _called(fact: str, value: str, kind: str) -> bool:
     """Whether ``fact`` calls ``value`` a ``kind`` (singular or plural, any case): "<value>
-    <kind>" or "<kind> of [the] <value>"."""
+    <kind>" or "<kind> of [the] <value>"; not inside a longer name ("Ohio State University"
+    calls Ohio no state)."""
     name, wanted = re.escape(value.strip()), noun_form(kind.lower())
-    pattern = rf"(?<![^\W_]){name}\s+([^\W\d_]+)|([^\W\d_]+)\s+of\s+(?:the\s+)?{name}(?![^\W_])"
+    pattern = (rf"(?<![^\W_]){name}\s+([^\W\d_]+)(?!\s+(?-i:[A-Z]))"
+               rf"|([^\W\d_]+)\s+of\s+(?:the\s+)?{name}(?![^\W_])")
     return any(noun_form((m.group(1) or m.group(2)).lower()) == wanted
                for m in re.finditer(pattern, fact, flags=re.IGNORECASE))
 
