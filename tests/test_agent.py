@@ -86,6 +86,55 @@ def test_kb_tree_is_plain_constrained_generation(demo_generator):
         assert first["text"] == direct.text
 
 
+@pytest.mark.parametrize(("question", "opening", "asked"), [
+    ("What is Conrad Bursian's occupation?", "<Conrad Bursian> <place of death> <Munich> .",
+     "<Conrad Bursian> <field of work> <philology> ."),
+    ("What instrument did Buck Owens play?", "<Buck Owens> <field of work> <country music> .",
+     "<Buck Owens> <instrument> <guitar> ."),
+])
+def test_a_fact_about_the_thing_asked_that_says_another_relation_is_followed_by_one_of_the_relation_asked(
+        demo_generator, question, opening, asked):
+    """The reply opens with a true fact about the thing the question names that says something
+    else than what is asked (as the model states "<Buono!> <genre> <J-pop>" for "What is the label
+    of Buono!?"); nothing answers from it (SmolLM2 writes "I don't know." after Bursian's place of
+    death, and "Country music" after Owens's field of work, which the check withholds). The
+    relation asked, which the knowledge holds for that thing, is the next fact's: Bursian's
+    occupation is answered from it; SmolLM2 still answers "Country music" after Owens's
+    instrument, and that answer stays withheld."""
+    agent = FactAgent(demo_generator, None, tree="kb")
+    records = agent.attempts.run(question, "kb", agent.kb_writer, question, demo_generator.index, None, 0,
+                                 lead=opening)
+    first, last = records[0], records[-1]
+    assert not first["grounded"] and len(records) == 2
+    assert last["continues"] == first["attempt"] and "asks" in last["why"]
+    assert [f["text"] for f in last["facts"]] == [opening, asked]
+    value = asked.rsplit("<", 1)[1].split(">")[0]
+    if "Bursian" in question:
+        assert last["grounded"] and last["answer"].lower() == value
+        assert last["check"]["passed"] and last["grounding"]["facts"][-1] == 1
+    else:
+        assert last["answer"] == "Country music" and not last["grounded"]
+        assert last["check"]["says"] == "field of work" and last["check"]["asks"] == "instrument"
+
+
+def test_a_reply_rewound_to_a_fact_answers_from_there_without_the_facts_after_it(demo_generator):
+    """A reply that stated a fact that answers, then went on to another: rewound to the end of
+    the first, the facts after it are gone from its text, its spans and the chain, and the model
+    answers from the first."""
+    from agent.pipeline.replies import ReplyWriter
+
+    question = "What is Conrad Bursian's field of work?"
+    first, second = "<Conrad Bursian> <field of work> <philology> .", "<Conrad Bursian> <place of death> <Munich> ."
+    writer = ReplyWriter(demo_generator)
+    reply = writer.start(question, demo_generator.index, question=question, lead=first)
+    assert writer.state_one(reply, [second]) == second
+    assert [demo_generator.index.facts[f].text for f, _, _ in reply.session.trace.spans] == [first, second]
+    part = writer.answer_after(reply, 0)
+    assert [s.text for s in part.spans] == [first] and reply.guard.stated[0] == [first]
+    assert "Munich" not in part.text and part.text.startswith(f"Fact: {first}\nAnswer:")
+    assert part.answer.lower() == "philology" and part.continued
+
+
 def test_bad_configurations_are_refused(demo_generator):
     with pytest.raises(ValueError, match="tree must be"):
         FactAgent(demo_generator, None, tree="forest")

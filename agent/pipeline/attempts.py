@@ -4,8 +4,14 @@ asks (:mod:`.asked`), with the two continuations of the same reply (:mod:`.repli
 
 - **answer again**: the model stated a triple that says what is asked, then wrote "I don't
   know." — the reply is rewound to after its facts and the model answers from there;
+- **answer from an earlier fact**: the chain went on past a triple about a name of the question
+  that says what it asks, and the answer at its end does not stand — the reply is rewound to the
+  end of that triple and the model answers from there;
 - **one more fact**: the fact holding the answer says something else than what is asked, or
-  the answer is in none of the connected facts — the chain may go on one more fact.
+  the answer is in none of the connected facts — the chain may go on one more fact; where that
+  fact is about a name of the question and the knowledge holds the relation the check reads the
+  question as asking for it ("the label of Buono!" answered with ``<Buono!> <genre> <J-pop>``),
+  the next fact is one of that relation about it (the model picking among them).
 
 Each continuation is recorded as the next attempt (``continues``, ``why``). The records are plain
 data (:mod:`.trace`); the events go to :meth:`~agent.pipeline.fact_agent.FactAgent.stream`'s
@@ -25,7 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..embeddings import closest
-from ..index.about import subject_relations
+from ..index.about import facts_about, subject_relations
 from ..index.base import FactTree
 from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
@@ -113,16 +119,31 @@ class GenerationAttempts:
                     hops.extend(chain.take_hops())
             return more
 
-        if not knows(part.answer) and self._says_what_is_asked(question, record, chain):
+        says = self._says_what_is_asked(question, record, chain) if not record["grounded"] else None
+        if says is not None and not knows(part.answer):
             # The model stated a fact that says what is asked, then wrote "I don't know.".
             part = go_on(writer.answer_now, "a stated fact says what the question asks") or part
+        elif says is not None and says < len(record["facts"]) - 1 and not part.stopped:
+            # The chain went on past a fact about a name of the question that says what it
+            # asks, and its answer does not stand: the reply is rewound to the end of that fact
+            # (the facts after it dropped) and the model answers from there.
+            part = go_on(lambda r, **kw: writer.answer_after(r, says, **kw),
+                         f"fact {says + 1} says what the question asks; the chain went on past it") or part
         last = records[-1]
         short = last.get("check", {}).get("passed") is False or last["grounding"]["how"].startswith(
             "the answer is in no fact of the chain")
         # Only the lead was stated (the model answered, or its next fact broke away): one fact
         # about whom it leads to.
         lead_only = bool(lead) and len(last["facts"]) <= 1
-        if not last["grounded"] and (short and not part.cut or lead_only) and not part.stopped:
+        asks, about = self._asked_of(question, last, reply, chain) if not last["grounded"] and not part.stopped \
+            else ("", [])
+        if about:
+            # The fact holding the answer is about what the question names but says another
+            # relation than the one the check reads it as asking, which the knowledge holds
+            # for it: the next fact is one of that relation about it, the model picking.
+            go_on(lambda r, **kw: writer.one_of(r, about, **kw),
+                  f"the question asks {asks!r} of what the fact is about")
+        elif not last["grounded"] and (short and not part.cut or lead_only) and not part.stopped:
             # The fact holding the answer says something else than what is asked, or the answer
             # is in none of the (connected) facts: the chain may go on one more fact (a bridge
             # answered: "Canada" for the official language of its country).
@@ -130,6 +151,34 @@ class GenerationAttempts:
         for r in records:
             emit({"event": "step", "step": r})
         return [*hops, *records]
+
+    def _asked_of(self, question: str, record: dict[str, Any], reply: Reply,
+                  chain: ChainingTree | None) -> tuple[str, list[str]]:
+        """The facts of the relation the question asks about a thing it names (asked of directly:
+        nothing asked through a role or relative of it) when a stated triple about that thing
+        says another relation, that the reply's index holds and has not stated: at most
+        ``LEAD_CHOICES``. The triple is the one the failed check judged; when nothing was
+        checked (no answer, or one in no fact), the last stated triple about a name of the
+        question, checked with its object as the answer. The relation and the facts; none when
+        the check failed otherwise, passed, or the index holds no such fact."""
+        if not self.checks or asked_through(question)[1]:
+            return "", []
+        facts = [f["text"] for f in record["facts"]]
+        check = record.get("check")
+        named = [i for i, text in enumerate(facts) if (t := parse_triple(text)) is not None
+                 and normalize_answer(t[0]) and normalize_answer(t[0]) in normalize_answer(question)]
+        if check is None and named:
+            triple = parse_triple(facts[named[-1]])
+            check = self.checker.check(question, triple[2], facts, [named[-1]],  # type: ignore[index]
+                                       held=lambda subject: self._relations_held(subject, chain)).as_dict()
+        if not check or check.get("passed") is not False or check.get("by") != "relation" \
+                or check.get("fact") not in named or not check.get("asks"):
+            return "", []
+        subject = parse_triple(facts[check["fact"]])[0]  # type: ignore[index]
+        stated = set(facts)
+        found = [f.text for f in facts_about(reply.index, self.generator.tokenizer, subject)]
+        return check["asks"], [text for text in found if text not in stated
+                               and (parse_triple(text) or ("", "", ""))[:2] == (subject, check["asks"])][:LEAD_CHOICES]
 
     def _about_holder(self, question: str, chain: ChainingTree, lead: str) -> list[str]:
         """The facts the hop from ``lead`` found about who fills the role, the ``LEAD_CHOICES``
@@ -176,11 +225,11 @@ class GenerationAttempts:
             record["check"] = check.as_dict()
             record["grounding"]["check"] = check.as_dict()
 
-    def _says_what_is_asked(self, question: str, record: dict[str, Any], chain: ChainingTree | None) -> bool:
-        """Whether a stated triple about a name of ``question`` says what it asks (its object
-        taken as the answer, for the check alone)."""
+    def _says_what_is_asked(self, question: str, record: dict[str, Any], chain: ChainingTree | None) -> int | None:
+        """The first stated triple about a name of ``question`` that says what it asks (its
+        object taken as the answer, for the check alone), by its place among the facts; None."""
         if not self.checks or not record["facts"] or record.get("truncated"):
-            return False
+            return None
         facts = [f["text"] for f in record["facts"]]
         for i, text in enumerate(facts):
             triple = parse_triple(text)
@@ -189,8 +238,8 @@ class GenerationAttempts:
             check = self.checker.check(question, triple[2], facts, [i],
                                        held=lambda subject: self._relations_held(subject, chain))
             if check.passed and check.by in ("relation", "reading"):
-                return True
-        return False
+                return i
+        return None
 
     def _relations_held(self, subject: str, chain: ChainingTree | None) -> list[str]:
         """The relations the knowledge holds for ``subject``: read from the whole KB's tree

@@ -3,14 +3,17 @@
 The agent's attempts all go through :class:`ReplyWriter`: the prompt is read once (its fixed
 start from the prefix cache), then the model writes ``Fact:`` lines constrained to a fact index
 and an ``Answer:`` line (:class:`~agent.decoding.greedy.DecodeSession`: tokens a fact forces are
-fed in one pass). Two repairs continue the same session instead of starting again:
+fed in one pass). The repairs continue the same session instead of starting again:
 
 - **a fact breaks away** from the question's chain (:class:`~.chaining.ChainGuard`): the reply
   is rewound to the end of the last connected fact and the model answers from there
   (``Answer:``);
 - **one more fact** (:meth:`ReplyWriter.one_more_fact`): when the answer stands on a chain that
   stops one hop short (the fact holding it does not say what the question asks), the reply is
-  rewound to the end of its last fact and the model states one more, then answers.
+  rewound to the end of its last fact and the model states one more, then answers;
+  :meth:`ReplyWriter.one_of` states it among given facts alone;
+- **answer from a fact** (:meth:`ReplyWriter.answer_after`): rewound to the end of one of its
+  facts (those after it dropped), the model answers from there.
 
 A reply may open with a **lead** fact the agent writes (:meth:`ReplyWriter.start`), and one
 ``Fact:`` line may be constrained to a few facts alone (:meth:`ReplyWriter.state_one`: after
@@ -155,6 +158,38 @@ class ReplyWriter:
         has no fact."""
         return self._after_facts(reply, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span)
 
+    def answer_after(self, reply: Reply, fact: int, *, on_text: Callable[[str], None] | None = None,
+                     on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
+        """Rewind to the end of the reply's fact number ``fact`` (from 0; the facts after it
+        dropped, from the chain too) and let the model write its ``Answer:`` line from there.
+        None when the reply has no such fact."""
+        session = reply.session
+        spans = list(session.trace.spans)
+        if not 0 <= fact < len(spans) or self._stopped(session):
+            return None
+        started = time.perf_counter()
+        if reply.guard is not None:
+            reply.guard.cut.clear()
+            del reply.guard.stated[0][fact + 1:]
+        session.rewind(spans[fact][2] + 1)
+        return self._go_on(reply, len(session.out), started, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span)
+
+    def one_of(self, reply: Reply, texts: list[str], *, on_text: Callable[[str], None] | None = None,
+               on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
+        """Rewind to the end of the reply's last fact, state one fact constrained to ``texts``
+        (facts the reply's index holds: :meth:`state_one`), then answer. None when the reply has
+        no fact or no fact of ``texts`` was completed."""
+        session = reply.session
+        spans = list(session.trace.spans)
+        if not spans or not texts or self._stopped(session):
+            return None
+        started = time.perf_counter()
+        session.rewind(spans[-1][2] + 1)
+        begin = len(session.out)
+        if self.state_one(reply, texts) is None:
+            return None
+        return self._go_on(reply, begin, started, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span)
+
     def text(self, reply: Reply) -> str:
         """The reply's text so far."""
         return decode_tokens(self.tokenizer, reply.session.out)
@@ -190,7 +225,12 @@ class ReplyWriter:
             return None
         started = time.perf_counter()
         session.rewind(spans[-1][2] + 1)
-        begin = len(session.out)
+        return self._go_on(reply, len(session.out), started, opening, budget, on_text, on_span)
+
+    def _go_on(self, reply: Reply, begin: int, started: float, opening: str, budget: int,
+               on_text: Callable[[str], None] | None, on_span: Callable[[FactSpan], None] | None) -> ReplyPart:
+        """Write ``opening`` and let the model go on for ``budget`` tokens: the part from ``begin``."""
+        session = reply.session
         session.feed(self._encode(opening), reply=True)
         # The continuation is an attempt of its own: its stream starts with what it keeps (the
         # facts so far and the opening), so that its tokens and facts build up to its record.
