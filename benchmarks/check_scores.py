@@ -24,7 +24,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -54,14 +54,14 @@ def lookups(cases: list[dict]) -> list[bool]:
     return [reader.plan(c["question"]).kind == "lookup" for c in tqdm(cases, desc="plans", unit="case")]
 
 
-def swapped(cases: list[dict]) -> list[dict]:
+def swapped(cases: list[dict], triples: Sequence[tuple[str, str, str]] | None = None) -> list[dict]:
     """Cases the relation check must refuse, made from the right one-triple answers: the same
     question and subject with the relation and object of another triple. Two are another case's
     from the same half whose values are of the same kind as the right one (both dates or numbers,
     or both things); one is a relation whose values are of the other kind (numbers or things, the
     bundled value types), with one of its values in the knowledge ("What was X's occupation?"
     answered by a date of birth). What the agent states when it takes a fact of the right subject
-    that says something else."""
+    that says something else. ``triples``: the knowledge (default :func:`knowledge_triples`)."""
     from agent.knowledge.facts import parse_triple
     from agent.pipeline.asked import is_number
     from agent.pipeline.fact_agent import default_relations
@@ -72,7 +72,7 @@ def swapped(cases: list[dict]) -> list[dict]:
     # One value of each relation of numbers and of things (bundled value types), from the knowledge.
     relations = default_relations(None)
     kinds: dict[bool, dict[str, str]] = {True: {}, False: {}}
-    for _, relation, value in knowledge_triples():
+    for _, relation, value in (knowledge_triples() if triples is None else triples):
         if (relation in relations.numeric and is_number(value)) or (relation in relations.items and not is_number(value)):
             kinds[relation in relations.numeric].setdefault(relation, value)
     out = []
@@ -268,13 +268,14 @@ def _rule_verdicts(cases: list[dict], reader: str | None) -> list[bool]:
 @functools.cache
 def knowledge_triples() -> tuple[tuple[str, str, str], ...]:
     """The triples of the knowledge the runs used: the demo KB, the shared KAMEL's three splits
-    where present, PopQA's triples."""
+    and PopQA's triples where present (``../shared/data`` beside the checkout)."""
     from agent.eval.datasets import SHARED_DATA, data_path, popqa_triples
     from agent.knowledge.loaders import load_facts
 
     kamels = [data_path("kamel", None)] + [p for p in [SHARED_DATA / "kamel"] if p.is_dir()]
+    popqa = SHARED_DATA / "popqa" / "popqa_500.json"  # where the shared data lies beside the checkout
     return tuple((f.subject, f.predicate, f.object) for f in
-                 [*(f for root in kamels for f in load_facts(root)), *popqa_triples(data_path("popqa", None))])
+                 [*(f for root in kamels for f in load_facts(root)), *(popqa_triples(popqa) if popqa.is_file() else [])])
 
 
 @functools.cache

@@ -103,7 +103,10 @@ def test_swapped_cases_keep_the_question_and_subject_and_take_another_relation_o
              case(3, "dev", "When was Ines Varro born?", "<Ines Varro> <date of birth> <1901-02-03> ."),
              case(4, "test", "Which party is Lou Brandt in?", "<Lou Brandt> <member of political party> <Greens> ."),
              case(5, "dev", "What genre is Lou Brandt?", "<Lou Brandt> <genre> <jazz> .", right=False)]
-    made = swapped(cases)
+    # The knowledge the values come from: a relation of numbers and one of things (the shared
+    # data's PopQA and KAMEL are not needed).
+    knowledge = [("Zorblax Station", "inception", "1987"), ("Mira Quell", "place of birth", "Lyon")]
+    made = swapped(cases, knowledge)
     assert made and all(not c["right"] and c["set"] in ("kamel (swapped)", "kamel (swapped across kinds)")
                         for c in made)
     by_question: dict[str, list[str]] = {}
