@@ -119,7 +119,8 @@ class GenerationAttempts:
                     hops.extend(chain.take_hops())
             return more
 
-        says = self._says_what_is_asked(question, record, chain) if not record["grounded"] else None
+        named = self._named_checks(question, record, chain) if not record["grounded"] else []
+        says = next((i for i, check in named if check.passed and check.by in ("relation", "reading")), None)
         if says is not None and not knows(part.answer):
             # The model stated a fact that says what is asked, then wrote "I don't know.".
             part = go_on(writer.answer_now, "a stated fact says what the question asks") or part
@@ -135,8 +136,8 @@ class GenerationAttempts:
         # Only the lead was stated (the model answered, or its next fact broke away): one fact
         # about whom it leads to.
         lead_only = bool(lead) and len(last["facts"]) <= 1
-        asks, about = self._asked_of(question, last, reply, chain) if not last["grounded"] and not part.stopped \
-            else ("", [])
+        asks, about = self._asked_of(question, last, reply, named if last is record else None, chain) \
+            if not last["grounded"] and not part.stopped else ("", [])
         if about:
             # The fact holding the answer is about what the question names but says another
             # relation than the one the check reads it as asking, which the knowledge holds
@@ -153,26 +154,26 @@ class GenerationAttempts:
         return [*hops, *records]
 
     def _asked_of(self, question: str, record: dict[str, Any], reply: Reply,
-                  chain: ChainingTree | None) -> tuple[str, list[str]]:
+                  named: list[tuple[int, AskedCheck]] | None, chain: ChainingTree | None) -> tuple[str, list[str]]:
         """The facts of the relation the question asks about a thing it names (asked of directly:
         nothing asked through a role or relative of it) when a stated triple about that thing
         says another relation, that the reply's index holds and has not stated: at most
         ``LEAD_CHOICES``. The triple is the one the failed check judged; when nothing was
         checked (no answer, or one in no fact), the last stated triple about a name of the
-        question, checked with its object as the answer. The relation and the facts; none when
-        the check failed otherwise, passed, or the index holds no such fact."""
+        question, checked with its object as the answer (``named``: those checks when already
+        made for ``record``). The relation and the facts; none when the check failed otherwise,
+        passed, or the index holds no such fact."""
         if not self.checks or asked_through(question)[1]:
             return "", []
         facts = [f["text"] for f in record["facts"]]
+        if named is None:
+            named = self._named_checks(question, record, chain)
         check = record.get("check")
-        named = [i for i, text in enumerate(facts) if (t := parse_triple(text)) is not None
-                 and normalize_answer(t[0]) and normalize_answer(t[0]) in normalize_answer(question)]
         if check is None and named:
-            triple = parse_triple(facts[named[-1]])
-            check = self.checker.check(question, triple[2], facts, [named[-1]],  # type: ignore[index]
-                                       held=lambda subject: self._relations_held(subject, chain)).as_dict()
+            check = named[-1][1].as_dict()
+            check["fact"] = named[-1][0]
         if not check or check.get("passed") is not False or check.get("by") != "relation" \
-                or check.get("fact") not in named or not check.get("asks"):
+                or check.get("fact") not in {i for i, _ in named} or not check.get("asks"):
             return "", []
         subject = parse_triple(facts[check["fact"]])[0]  # type: ignore[index]
         stated = set(facts)
@@ -225,21 +226,25 @@ class GenerationAttempts:
             record["check"] = check.as_dict()
             record["grounding"]["check"] = check.as_dict()
 
-    def _says_what_is_asked(self, question: str, record: dict[str, Any], chain: ChainingTree | None) -> int | None:
-        """The first stated triple about a name of ``question`` that says what it asks (its
-        object taken as the answer, for the check alone), by its place among the facts; None."""
+    def _named_checks(self, question: str, record: dict[str, Any],
+                      chain: ChainingTree | None) -> list[tuple[int, AskedCheck]]:
+        """Each stated triple about a name of ``question``, by its place among the facts, with the
+        check of what it says (its object taken as the answer, for the check alone), up to the
+        first that says what is asked. [] without checks, facts, or for a cut reply."""
         if not self.checks or not record["facts"] or record.get("truncated"):
-            return None
+            return []
         facts = [f["text"] for f in record["facts"]]
+        out = []
         for i, text in enumerate(facts):
             triple = parse_triple(text)
-            if triple is None or normalize_answer(triple[0]) not in normalize_answer(question):
+            if triple is None or not normalize_answer(triple[0]) \
+                    or normalize_answer(triple[0]) not in normalize_answer(question):
                 continue
-            check = self.checker.check(question, triple[2], facts, [i],
-                                       held=lambda subject: self._relations_held(subject, chain))
-            if check.passed and check.by in ("relation", "reading"):
-                return i
-        return None
+            out.append((i, self.checker.check(question, triple[2], facts, [i],
+                                              held=lambda subject: self._relations_held(subject, chain))))
+            if out[-1][1].passed and out[-1][1].by in ("relation", "reading"):
+                break  # the first that says what is asked: the reply answers from it
+        return out
 
     def _relations_held(self, subject: str, chain: ChainingTree | None) -> list[str]:
         """The relations the knowledge holds for ``subject``: read from the whole KB's tree

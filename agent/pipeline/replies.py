@@ -163,16 +163,12 @@ class ReplyWriter:
         """Rewind to the end of the reply's fact number ``fact`` (from 0; the facts after it
         dropped, from the chain too) and let the model write its ``Answer:`` line from there.
         None when the reply has no such fact."""
-        session = reply.session
-        spans = list(session.trace.spans)
-        if not 0 <= fact < len(spans) or self._stopped(session):
+        if not 0 <= fact < len(reply.session.trace.spans):
             return None
-        started = time.perf_counter()
         if reply.guard is not None:
             reply.guard.cut.clear()
             del reply.guard.stated[0][fact + 1:]
-        session.rewind(spans[fact][2] + 1)
-        return self._go_on(reply, len(session.out), started, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span)
+        return self._after_facts(reply, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span, fact)
 
     def one_of(self, reply: Reply, texts: list[str], *, on_text: Callable[[str], None] | None = None,
                on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
@@ -216,15 +212,16 @@ class ReplyWriter:
     # --- helpers -------------------------------------------------------------------------------
 
     def _after_facts(self, reply: Reply, opening: str, budget: int, on_text: Callable[[str], None] | None,
-                     on_span: Callable[[FactSpan], None] | None) -> ReplyPart | None:
-        """Rewind to the end of the reply's last fact, write ``opening`` and let the model go on
-        for ``budget`` tokens: the continued part, or None when there is no fact (or a stop)."""
+                     on_span: Callable[[FactSpan], None] | None, fact: int = -1) -> ReplyPart | None:
+        """Rewind to the end of the reply's fact number ``fact`` (its last by default), write
+        ``opening`` and let the model go on for ``budget`` tokens: the continued part, or None
+        when there is no fact (or a stop)."""
         session = reply.session
         spans = list(session.trace.spans)
         if not spans or self._stopped(session):
             return None
         started = time.perf_counter()
-        session.rewind(spans[-1][2] + 1)
+        session.rewind(spans[fact][2] + 1)
         return self._go_on(reply, len(session.out), started, opening, budget, on_text, on_span)
 
     def _go_on(self, reply: Reply, begin: int, started: float, opening: str, budget: int,
