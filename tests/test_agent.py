@@ -135,6 +135,27 @@ def test_a_reply_rewound_to_a_fact_answers_from_there_without_the_facts_after_it
     assert part.answer.lower() == "philology" and part.continued
 
 
+def test_an_answer_line_among_the_stated_values_says_one_of_them_word_for_word(demo_generator):
+    """The reply's answer line again, constrained to what its facts say: whatever the model
+    picks is one of their values as written (never a paraphrase such as "Philosophy" for
+    philology), and the facts stay as they were."""
+    from agent.pipeline.grounding import answer_values
+    from agent.pipeline.replies import ReplyWriter
+
+    question = "What is Conrad Bursian's occupation?"
+    facts = ["<Conrad Bursian> <place of death> <Munich> .", "<Conrad Bursian> <field of work> <philology> ."]
+    writer = ReplyWriter(demo_generator)
+    reply = writer.start(question, demo_generator.index, question=question, lead=facts[0])
+    assert writer.state_one(reply, [facts[1]]) == facts[1]
+    values = answer_values(facts)
+    part = writer.answer_among(reply, values)
+    assert part.continued and [s.text for s in part.spans] == facts
+    assert part.text == f"Fact: {facts[0]}\nFact: {facts[1]}\nAnswer: {part.answer}\n"
+    assert part.answer in values
+    only = writer.answer_among(reply, ["philology"])
+    assert only.answer == "philology" and only.text.endswith("Answer: philology\n")
+
+
 def test_bad_configurations_are_refused(demo_generator):
     with pytest.raises(ValueError, match="tree must be"):
         FactAgent(demo_generator, None, tree="forest")

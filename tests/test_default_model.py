@@ -89,6 +89,19 @@ def test_a_chain_one_hop_short_gets_one_more_fact(default_generator):
     assert not attempts[0]["grounded"] and attempts[-1]["continues"] == attempts[0]["attempt"]
 
 
+def test_an_answer_in_no_stated_fact_is_written_again_as_one_of_their_values(default_generator):
+    """The model states Bursian's field of work, then answers "Philosophy": in no stated fact,
+    so withheld; written again among what the facts say, the answer is "philology", proven."""
+    from agent.pipeline import FactAgent
+
+    reply = FactAgent(default_generator, None, tree="kb").answer("What are the jobs Conrad Bursian does?")
+    attempts = [s for s in reply.trace["steps"] if s["step"] == "generate"]
+    assert reply.answer.lower() == "philology" and reply.trace["grounded"]
+    assert any("<field of work> <philology>" in f["text"] for f in reply.facts)
+    assert attempts[-1]["why"].startswith("the answer is in no stated fact")
+    assert attempts[-2]["answer"].lower() != "philology" and not attempts[-2]["grounded"]
+
+
 # --- the issue's conversation, as a user meets it -----------------------------------------------
 
 BUCK = ("Where did Buck Owens die?", "What instrument did he play?")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.pipeline.grounding import clean_answer, ground, knows
+from agent.pipeline.grounding import answer_values, clean_answer, ground, knows
 
 EDITH = "What is the official language of the country Edith Frank-Holländer is a citizen of?"
 CITIZEN = "<Edith Frank-Holländer> <country of citizenship> <Germany> ."
@@ -343,3 +343,14 @@ def test_a_name_with_no_significant_word_asks_nothing_to_reach():
     facts = ["Oskar T. Brandt was the chairman and chief executive officer of Norvik Lines.",
              "Norvik Lines is headquartered in Velmora."]
     assert ground(question, "Velmora", facts).grounded
+
+
+def test_the_values_an_answer_line_may_say_are_the_ends_of_the_stated_triples():
+    """A triple offers its subject and object, each also capitalised, and "I don't know."; a
+    statement offers nothing (any run of its words could be a wrong answer proven)."""
+    triple = "<Conrad Bursian> <field of work> <philology> ."
+    sentence = "Simon & Simon starred Gerald McRaney and Jameson Parker as the Simon brothers."
+    assert answer_values([triple, sentence]) == ["Conrad Bursian", "philology", "Philology", "I don't know."]
+    assert answer_values([sentence]) == []
+    question = "What is Conrad Bursian's field of work?"
+    assert all(ground(question, value, [triple]).grounded for value in ("philology", "Philology"))

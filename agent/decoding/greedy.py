@@ -177,7 +177,8 @@ class DecodeSession:
             trace = self.tracker.advance(trace, token, pos)
         self.trace = trace
 
-    def state_one(self, tracker: FactTracker, trigger: Sequence[int], *, at_least: int = 0) -> int | None:
+    def state_one(self, tracker: FactTracker, trigger: Sequence[int], *, at_least: int = 0,
+                  opened: bool = False) -> int | None:
         """One fact line under ``tracker`` alone (its index: the facts this line may state):
         ``trigger`` (the line's opening, "Fact:") is written into the reply, then the model goes
         on to the line's end, for as many tokens as the index's longest fact and a few more (at
@@ -185,7 +186,8 @@ class DecodeSession:
         ``on_fact`` are set aside meanwhile, then walked again over the whole reply (a fact
         their index holds too becomes one of its spans). Returns the index (in ``tracker``'s
         facts) of the fact written, or None when none was completed (the line stays: the
-        caller may rewind it)."""
+        caller may rewind it). ``opened``: the line is constrained right after ``trigger``, an
+        opening the tracker does not fire on (``Answer:``, its texts the values it may say)."""
         own, on_fact = self.tracker, self.on_fact
         self.tracker, self.on_fact = tracker, None
         self.trace = tracker.start()
@@ -193,6 +195,8 @@ class DecodeSession:
         budget = max(at_least, max(len(index.fact_tokens(i)) for i in range(len(index))) + LINE_SLACK)
         try:
             self.feed(trigger, reply=True)
+            if opened:
+                self.trace = TraceState(self.trace.line, True, index.root(), len(self.out))
             for _ in self.generate(budget, line_done=True):
                 pass
             spans = list(self.trace.spans)

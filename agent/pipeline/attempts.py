@@ -11,7 +11,11 @@ asks (:mod:`.asked`), with the two continuations of the same reply (:mod:`.repli
   the answer is in none of the connected facts — the chain may go on one more fact; where that
   fact is about a name of the question and the knowledge holds the relation the check reads the
   question as asking for it ("the label of Buono!" answered with ``<Buono!> <genre> <J-pop>``),
-  the next fact is one of that relation about it (the model picking among them).
+  the next fact is one of that relation about it (the model picking among them);
+- **answer among the facts' values**: the answer is in none of the stated facts (the model
+  paraphrased one: "Philosophy" after ``<field of work> <philology>``) — the answer line is
+  written again, constrained to the stated triples' subjects and objects or "I don't know."
+  (:func:`~.grounding.answer_values`; a statement offers none).
 
 Each continuation is recorded as the next attempt (``continues``, ``why``). The records are plain
 data (:mod:`.trace`); the events go to :meth:`~agent.pipeline.fact_agent.FactAgent.stream`'s
@@ -37,7 +41,7 @@ from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
 from .asked import AskedCheck, AskedChecker, ask_past, asked_through
 from .chaining import ChainingTree
-from .grounding import Grounding, clean_answer, ground, knows
+from .grounding import Grounding, answer_values, clean_answer, ground, knows
 from .replies import Reply, ReplyPart, ReplyWriter
 
 if TYPE_CHECKING:
@@ -149,6 +153,15 @@ class GenerationAttempts:
             # is in none of the (connected) facts: the chain may go on one more fact (a bridge
             # answered: "Canada" for the official language of its country).
             go_on(writer.one_more_fact, "the chain may go on one more fact")
+        last = records[-1]
+        if not last["grounded"] and knows(last["answer"]) and last["facts"] \
+                and last["grounding"]["how"].startswith("the answer is in no fact of the chain") \
+                and normalize_answer(last["answer"]) not in ("yes", "no"):
+            # The answer is in none of the stated facts ("Philosophy" after `<Conrad Bursian>
+            # <field of work> <philology>`): the answer line again, constrained to what they say.
+            values = answer_values([f["text"] for f in last["facts"]])
+            go_on(lambda r, **kw: writer.answer_among(r, values, **kw),
+                  "the answer is in no stated fact: the answer line says one of their values")
         for r in records:
             emit({"event": "step", "step": r})
         return [*hops, *records]

@@ -204,6 +204,22 @@ def holds_answer(fact: str, answer: str) -> bool:
     return _contains(_fact_words(fact), normalize_answer(clean_answer(answer)).split())
 
 
+def answer_values(facts: Sequence[str]) -> list[str]:
+    """What an answer standing on ``facts`` may say, for an ``Answer:`` line constrained to them:
+    each stated triple's subject and object (also with a capital first letter), and "I don't
+    know."; [] when no triple was stated. The model picks among them where it wrote an answer in
+    none ("Philosophy" after ``<field of work> <philology>``). A statement offers nothing: any run
+    of its words as the answer gave HotpotQA's dev half one wrong answer proven ("Simon
+    Schatzberger (born 1968 in Nottingham" for an American actor) and no right one."""
+    values: dict[str, None] = {}
+    for triple in filter(None, map(parse_triple, facts)):
+        for value in (triple[0].strip(), triple[2].strip()):
+            if value:
+                values.setdefault(value, None)
+                values.setdefault(value[0].upper() + value[1:], None)
+    return [*values, DONT_KNOW] if values else []
+
+
 def connected_chain(question: str, stated: Sequence[_Stated]) -> list[int]:
     """Indices of the facts connected to the question: anchors name a question entity, the rest
     share an entity with a fact already connected (in stated order, repeated to a fixed point)."""

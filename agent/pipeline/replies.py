@@ -13,7 +13,9 @@ fed in one pass). The repairs continue the same session instead of starting agai
   rewound to the end of its last fact and the model states one more, then answers;
   :meth:`ReplyWriter.one_of` states it among given facts alone;
 - **answer from a fact** (:meth:`ReplyWriter.answer_after`): rewound to the end of one of its
-  facts (those after it dropped), the model answers from there.
+  facts (those after it dropped), the model answers from there;
+- **answer among its facts' values** (:meth:`ReplyWriter.answer_among`): the ``Answer:`` line
+  constrained to what the stated triples say (a subject or an object) or "I don't know.".
 
 A reply may open with a **lead** fact the agent writes (:meth:`ReplyWriter.start`), and one
 ``Fact:`` line may be constrained to a few facts alone (:meth:`ReplyWriter.state_one`: after
@@ -50,6 +52,7 @@ from .chaining import ANSWER_LINE_TOKENS, ChainGuard
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
 
+ANSWER = "Answer:"
 # One more fact line and the answer line after it.
 ONE_FACT_TOKENS = 64
 
@@ -139,7 +142,7 @@ class ReplyWriter:
             if keep == 0:
                 return self._part(reply, begin, started, cut, dropped, truncated=True)
             session.rewind(spans[keep - 1][2] + 1)  # through the newline after the last connected fact
-            session.feed(self._encode("Answer:"), reply=True)
+            session.feed(self._encode(ANSWER), reply=True)
             self._run(session, ANSWER_LINE_TOKENS, on_text, on_span)
         return self._part(reply, begin, started, cut, dropped)
 
@@ -156,7 +159,7 @@ class ReplyWriter:
         """Rewind to the end of the reply's last fact and let the model write its ``Answer:``
         line from there (the reasoning it wrote after the facts dropped). None when the reply
         has no fact."""
-        return self._after_facts(reply, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span)
+        return self._after_facts(reply, ANSWER, ANSWER_LINE_TOKENS, on_text, on_span)
 
     def answer_after(self, reply: Reply, fact: int, *, on_text: Callable[[str], None] | None = None,
                      on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
@@ -168,7 +171,7 @@ class ReplyWriter:
         if reply.guard is not None:
             reply.guard.cut.clear()
             del reply.guard.stated[0][fact + 1:]
-        return self._after_facts(reply, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span, fact)
+        return self._after_facts(reply, ANSWER, ANSWER_LINE_TOKENS, on_text, on_span, fact)
 
     def one_of(self, reply: Reply, texts: list[str], *, on_text: Callable[[str], None] | None = None,
                on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
@@ -184,7 +187,29 @@ class ReplyWriter:
         begin = len(session.out)
         if self.state_one(reply, texts) is None:
             return None
-        return self._go_on(reply, begin, started, "Answer:", ANSWER_LINE_TOKENS, on_text, on_span)
+        return self._go_on(reply, begin, started, ANSWER, ANSWER_LINE_TOKENS, on_text, on_span)
+
+    def answer_among(self, reply: Reply, values: list[str], *, on_text: Callable[[str], None] | None = None,
+                     on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
+        """Rewind to the end of the reply's last fact and write its ``Answer:`` line constrained to
+        ``values`` (what its triples say, :func:`~.grounding.answer_values`), the model picking. None
+        when the reply has no fact or no value was completed."""
+        session = reply.session
+        spans = list(session.trace.spans)
+        values = list(dict.fromkeys(v for v in values if v.strip()))
+        if not spans or not values or self._stopped(session):
+            return None
+        started = time.perf_counter()
+        session.rewind(spans[-1][2] + 1)
+        begin = len(session.out)
+        index = FactIndex.build([Fact.from_statement(v) for v in values], self.tokenizer)
+        if session.state_one(FactTracker(index, self.generator.vocab), self._encode(ANSWER), opened=True) is None:
+            session.rewind(begin)
+            return None
+        self._show(reply, on_text, on_span)
+        part = self._part(reply, begin, started, "", [])
+        part.continued = True
+        return part
 
     def text(self, reply: Reply) -> str:
         """The reply's text so far."""
@@ -229,17 +254,22 @@ class ReplyWriter:
         """Write ``opening`` and let the model go on for ``budget`` tokens: the part from ``begin``."""
         session = reply.session
         session.feed(self._encode(opening), reply=True)
-        # The continuation is an attempt of its own: its stream starts with what it keeps (the
-        # facts so far and the opening), so that its tokens and facts build up to its record.
+        self._show(reply, on_text, on_span)
+        self._run(session, budget, on_text, on_span)
+        part = self._part(reply, begin, started, "", [])
+        part.continued = True
+        return part
+
+    def _show(self, reply: Reply, on_text: Callable[[str], None] | None,
+              on_span: Callable[[FactSpan], None] | None) -> None:
+        """A continuation is an attempt of its own: its stream starts with what it keeps (the
+        facts so far and its opening), so that its tokens and facts build up to its record."""
+        session = reply.session
         if on_text is not None:
             on_text(decode_tokens(self.tokenizer, session.out))
         if on_span is not None:
             for span in locate_spans(self.tokenizer, reply.index, session.out, list(session.trace.spans))[1]:
                 on_span(span)
-        self._run(session, budget, on_text, on_span)
-        part = self._part(reply, begin, started, "", [])
-        part.continued = True
-        return part
 
     @staticmethod
     def _stopped(session: DecodeSession) -> bool:
