@@ -25,6 +25,9 @@ BUCK = [{"role": "user", "content": "Where did Buck Owens die?"},
     ("What about the languages they speak?", "What are the languages Buck Owens speak?"),
     ("And what about the city he was born in?", "What is the city Buck Owens was born in?"),
     ("what about the band she played with?", "What is the band Buck Owens played with?"),
+    # a question that names nothing and refers to nothing is asked of the previous subject
+    ("Where did the people who died?", "Where did the people who died? (Buck Owens)"),
+    ("Which record label were the musicians signed to?", "Which record label were the musicians signed to? (Buck Owens)"),
     # a topic change names its own subject and is kept as it is
     ("Where was Marie Curie born?", "Where was Marie Curie born?"),
     ("What is the capital of Norway?", "What is the capital of Norway?"),

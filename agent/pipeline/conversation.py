@@ -39,8 +39,9 @@ anything is retrieved, the question is rewritten into a standalone one:
   assistant's reply). Person pronouns (he, she, his, her, they, ...) and ``it``/``its`` become
   the previous turn's subject (the first name in its question, else the subject of its first
   stated triple); ``there`` becomes its answer; an elliptical fragment ("and in which year?",
-  "what about Paris?") is completed from the previous question. A question that names its own
-  subject and refers to nothing earlier is a topic change and stays as it is.
+  "what about Paris?") is completed from the previous question; a question that names nothing
+  and refers to nothing is asked of the previous subject (its name added in brackets). A question
+  that names its own subject and refers to nothing earlier is a topic change and stays as it is.
 
 Example::
 
@@ -292,6 +293,11 @@ def _rewrite_by_rules(question: str, history: Sequence[Mapping[str, Any]]) -> Re
         if not base.endswith(("?", ".", "!")):
             base += "?"
         return Rewrite(question, f"{base} {fragment}", "elliptical follow-up completed with the previous question")
+    if prev.subject:
+        # It names nothing, so asked alone it is about nobody ("Where did the people who died?"
+        # found a composer in a sentence about Strauss): it is asked of the previous subject.
+        return Rewrite(question, f"{question.rstrip()} ({prev.subject})",
+                       f"names nothing: asked of '{prev.subject}' (the previous subject)")
     return Rewrite(question, question, "no reference to an earlier turn")
 
 
