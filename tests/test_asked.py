@@ -90,6 +90,12 @@ _KNOWN = {"Tarn Valley cheese": ["country of origin"], "Norvania": ["official la
     ("Where was Oskar Lind born?", ["<Oskar Lind> <place of birth> <Uppsala> ."], "Uppsala", True),
     ("In which town did Buck Owens pass away?", ["<Buck Owens> <place of death> <Bakersfield> ."], "Bakersfield",
      True),
+    # the noun "which" asks is a relation's label that the answer has: it is a step on the way
+    ("In which country did Buck Owens pass away?", ["<Buck Owens> <place of death> <Bakersfield> ."], "Bakersfield",
+     False),
+    ("In which country did Buck Owens pass away?",
+     ["<Buck Owens> <place of death> <Bakersfield> .", "<Bakersfield> <country> <United States> ."],
+     "United States", True),
 ])
 def test_a_step_on_the_way_is_not_the_answer_the_next_fact_is(matcher, question, facts, answer, passed):
     result = AskedChecker(matcher).check(question, answer, facts, list(range(len(facts))),

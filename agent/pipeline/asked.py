@@ -311,7 +311,11 @@ class RelationMatcher:
         object. A relation the question asks more closely than the fact's own, which the
         object has and the subject has not, says the object is a step on the way and not the
         answer ("Canada" from ``<CBY-3> <country of origin> <Canada>`` when Canada has an
-        official language and CBY-3 has none)."""
+        official language and CBY-3 has none); so does the noun the question's "which"/"what"
+        asks (:func:`asked_noun`) when it is such a relation's label ("In which country ...?"
+        answered "Reno", which has a ``country``). A knowledge that gives a country a
+        ``country`` of its own has the chain go one more fact, to that triple; a fact whose
+        relation is that noun says what is asked."""
         subject, predicate, obj = triple
         spent = {u for u in used if u != predicate}
         # Only relations whose values are of the fact's type compete, as for statements: a
@@ -330,8 +334,15 @@ class RelationMatcher:
         best, best_sim = ranked[0]
         sims = dict(ranked)
         own = sims[predicate]
+        noun = " ".join(asked_noun(question)).lower()  # what "which"/"what" asks, by name
         if onward:
             own_held = set(held) | {predicate}
+            if noun in onward and noun not in own_held:
+                # "In which country is X's death?" answered "Reno" from X's place of death: the
+                # question's "which" asks a relation by its label, which Reno has.
+                return AskedCheck(False, None, predicate, noun, "chain", 0.0,
+                                  f"the question asks which {noun}; {obj!r} has a {noun!r} of its own: "
+                                  f"{obj!r} is a step on the way, not the answer")
             for label, sim in ranked:
                 if sim <= own:
                     break
@@ -339,6 +350,11 @@ class RelationMatcher:
                     return AskedCheck(False, None, predicate, label, "chain", best_sim - own,
                                       f"the fact says {predicate!r} of {subject!r}; the question asks {label!r}, "
                                       f"which {obj!r} has: {obj!r} is a step on the way, not the answer")
+        if predicate.lower() == noun:
+            # "In which country did X die?" stated through X's place of death, then
+            # ``<Reno> <country> <Italy>``: the question's "which" names the fact's relation.
+            return AskedCheck(True, None, predicate, predicate, "relation", 0.0,
+                              f"the question asks which {predicate}, the fact's relation")
         gap = best_sim - own
         if gap <= self.margin:
             how = f"the fact says {predicate!r}, what the question asks" + ("" if best == predicate else
