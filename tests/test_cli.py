@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from agent.knowledge.facts import verbalize
+from agent.knowledge.facts import parse_triple, verbalize
 
 
 def run(*args: str, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
@@ -107,12 +107,16 @@ def test_build_then_ask_json(tmp_path, kb, cache_dir):
     assert set(result) >= {"answer", "text", "facts", "timings", "trace"}
     # Own KB, no web: one generation on the KB tree; continuations of that same reply (their text
     # holds the first one's facts): its answer line again when it stated a fact saying what is
-    # asked and then "I don't know.", one more fact when its chain stops one fact short.
+    # asked and then "I don't know.", one more fact when its chain stops one fact short, and
+    # last its answer line among the stated triples' values when its answer is in none of them.
     steps = result["trace"]["steps"]
-    assert {s["step"] for s in steps} == {"generate"} and 1 <= len(steps) <= 3
+    assert {s["step"] for s in steps} == {"generate"} and 1 <= len(steps) <= 4
     assert all(s["tree"] == "kb" for s in steps)
     for later in steps[1:]:
         assert later["continues"] == 0 and steps[0]["facts"][0]["text"] in later["text"]
+    if steps[-1].get("why", "").startswith("the answer is in no stated fact"):
+        ends = {part for f in steps[-1]["facts"] for part in parse_triple(f["text"])[::2]}
+        assert steps[-1]["answer"] in ends | {a[:1].upper() + a[1:] for a in ends} | {"I don't know."}
     assert result["facts"], "no KB fact was stated"
     facts = {verbalize(*row.split("\t")) for row in kb.read_text().splitlines()}
     for span in result["facts"]:

@@ -203,7 +203,8 @@ def test_the_default_models_golden_questions_are_answered_right_from_a_stated_fa
 # relation close behind the fact's own, the default model reads the question among the knowledge's
 # labels; a fact of the right subject that says something else stays refused.
 @pytest.mark.parametrize(("question", "fact", "passed"), [
-    ("What country is the Tarn Valley dairy located in?", "<Tarn Valley dairy> <country> <Norvania> .", True),
+    # ("What country is ...?" is passed by the which-noun alone: the noun asked is the label)
+    ("In what nation is the Tarn Valley dairy located?", "<Tarn Valley dairy> <country> <Norvania> .", True),
     ("What positions has Ada Varga played on?", "<Ada Varga> <member of political party> <Green Party> .", False),
     ("What instrument did Ada Varga play?", "<Ada Varga> <field of work> <country music> .", False),
     ("In which town did Ada Varga pass away?", "<Ada Varga> <place of birth> <Tarnby> .", False),
