@@ -12,7 +12,7 @@ from conftest import DATA, REPO
 from agent.errors import FactweaveError, InputError
 from agent.eval.datasets import load_questions
 from agent.eval.halves import half_of
-from agent.eval.wordings import read_wordings, reworded
+from agent.eval.wordings import read_wordings, reword_questions, reworded
 
 EVAL = DATA / "eval"
 SETS = [("popqa", EVAL / "popqa_mini.json"), ("musique", EVAL / "musique_mini_with_paragraphs.json"),
@@ -157,3 +157,29 @@ def test_made_wrong_cases_cut_a_chain_short_restate_a_statement_or_take_another_
     assert made["popqa/2/undated"]["answer"] == "Pécs"  # a date answered by a name of the fact
     assert made["kamel-chat/1/named"]["answer"] == "Ada Varga"  # the question's own name
     assert "popqa/3/named" not in made and "popqa/3/undated" not in made  # a wrong case lends nothing
+
+
+@pytest.mark.model
+def test_a_follow_up_is_reworded_in_its_conversation(local_chat):
+    """A follow-up ("What about their occupation?") is reworded by a model that sees the turn before
+    it, as a person rewording it would: the question asked and its answer; a question asked alone
+    is reworded alone. Without the conversation the model had guessed who "they" were ("the record
+    label of their band", of a singer)."""
+    asked: list[list[dict]] = []
+
+    class Recorded:
+        name = local_chat.name
+
+        def complete(self, messages, **options):
+            asked.append(messages)
+            return local_chat.complete(messages, **options)
+
+    questions = load_questions("kamel-chat", DATA / "kamel_chat_mini")
+    follow_up = next(q for q in questions if q.meta["kind"] == "follow-up")
+    alone = next(q for q in questions if q.meta["kind"] == "standalone")
+    rows = reword_questions([follow_up, alone], Recorded())
+    assert [r["id"] for r in rows] == [follow_up.id, alone.id] and all(r["text"] for r in rows)
+    earlier, answer = follow_up.history[0]["content"], follow_up.history[-1]["content"].splitlines()[-1]
+    shown = asked[0][-1]["content"]
+    assert earlier in shown and answer.removeprefix("Answer:").strip() in shown and shown.endswith(follow_up.text)
+    assert asked[1][-1]["content"] == f"Question: {alone.text}"

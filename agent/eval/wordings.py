@@ -6,7 +6,11 @@ project never saw. :func:`reword_questions` asks a chat model (any
 :class:`~agent.llm.client.ChatClient`: the local model of a preset, or an OpenAI-compatible
 endpoint) for each question in other words, with the prompt in ``prompts/eval/reword/``
 (``system.txt``; ``examples.txt``: worked cases written for this project, given as earlier chat
-turns; ``user.txt``: placeholder ``$question``). The reply's first line is kept as it came: it is
+turns; ``user.txt``: placeholder ``$question``; ``follow-up.txt``: a question that follows earlier
+turns, placeholders ``$conversation`` and ``$question``). A follow-up is reworded with the
+conversation it follows, as a person rewording it would read it: without it, "What is their record
+label?" came back as "What is the record label of their band?", a question about someone else.
+The reply's first line is kept as it came: it is
 not edited, filtered or regenerated, so a rewording that lost a name or changed the question
 counts against every method alike (a reply that repeats the question word for word is kept and
 counted: ``same``).
@@ -43,14 +47,37 @@ PROMPTS = "eval/reword"
 MAX_TOKENS = 96
 
 
+def _conversation(history: Sequence[dict[str, str]]) -> str:
+    """Earlier turns as the rewording prompt shows them: each question asked, and the last line of
+    each reply (its answer, ``Answer:`` dropped)."""
+    lines = []
+    for turn in history:
+        content = turn.get("content", "").strip()
+        if turn.get("role") == "user":
+            lines.append(f"Asked before: {content}")
+        elif content:
+            last = content.splitlines()[-1].strip()
+            lines.append(f"Answered: {last.removeprefix('Answer:').strip()}")
+    return "\n".join(lines)
+
+
+def _ask(question: str, history: Sequence[dict[str, str]]) -> str:
+    """The user turn asking for ``question``'s rewording (after ``history``, when it has one)."""
+    if not history:
+        return Template(read_prompt(f"{PROMPTS}/user.txt").strip()).substitute(question=question)
+    return Template(read_prompt(f"{PROMPTS}/follow-up.txt").strip()).substitute(
+        conversation=_conversation(history), question=question)
+
+
 def _examples() -> list[dict[str, str]]:
-    """The worked cases of ``examples.txt`` as chat turns (user: the question, assistant: the
-    rewording)."""
-    user = Template(read_prompt(f"{PROMPTS}/user.txt").strip())
+    """The worked cases of ``examples.txt`` as chat turns (user: the question, after the turns
+    before it where the case has them; assistant: the rewording)."""
     turns: list[dict[str, str]] = []
     for block in read_prompt(f"{PROMPTS}/examples.txt").strip().split("\n\n"):
         fields = dict(line.split(": ", 1) for line in block.strip().splitlines())
-        turns += [{"role": "user", "content": user.substitute(question=fields["Question"])},
+        history = ([{"role": "user", "content": fields["Asked before"]},
+                    {"role": "assistant", "content": fields["Answered"]}] if "Asked before" in fields else [])
+        turns += [{"role": "user", "content": _ask(fields["Question"], history)},
                   {"role": "assistant", "content": fields["Rewritten"]}]
     return turns
 
@@ -59,12 +86,11 @@ def reword_questions(questions: Sequence[EvalQuestion], chat: ChatClient, *,
                      on_progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
     """Each question's rewording by ``chat`` (greedy): rows for :func:`write_wordings`."""
     system = read_prompt(f"{PROMPTS}/system.txt").strip()
-    user = Template(read_prompt(f"{PROMPTS}/user.txt").strip())
     examples = _examples()
     rows = []
     for q in questions:
         reply = chat.complete([{"role": "system", "content": system}, *examples,
-                               {"role": "user", "content": user.substitute(question=q.text)}],
+                               {"role": "user", "content": _ask(q.text, q.history)}],
                               max_tokens=MAX_TOKENS, temperature=0.0, stop=["\n"])
         text = next((line.strip() for line in reply.splitlines() if line.strip()), "")
         rows.append({"id": q.id, "text": text, "original": q.text, "model": chat.name,
