@@ -154,6 +154,13 @@ def test_an_answer_line_among_the_stated_values_says_one_of_them_word_for_word(d
     assert part.answer in values
     only = writer.answer_among(reply, ["philology"])
     assert only.answer == "philology" and only.text.endswith("Answer: philology\n")
+    # After a fact the reply went on to (and answered nothing): the line again after the first
+    # fact, the one after it dropped.
+    reply = writer.start(question, demo_generator.index, question=question, lead=facts[0])
+    assert writer.state_one(reply, [facts[1]]) == facts[1]
+    first = writer.answer_among(reply, ["Munich"], fact=0)
+    assert [s.text for s in first.spans] == facts[:1] and first.answer == "Munich"
+    assert first.text == f"Fact: {facts[0]}\nAnswer: Munich\n"
 
 
 def test_bad_configurations_are_refused(demo_generator):

@@ -153,14 +153,19 @@ class GenerationAttempts:
             # is in none of the (connected) facts: the chain may go on one more fact (a bridge
             # answered: "Canada" for the official language of its country).
             go_on(writer.one_more_fact, "the chain may go on one more fact")
-        last = records[-1]
-        if not last["grounded"] and knows(last["answer"]) and last["facts"] \
-                and last["grounding"]["how"].startswith("the answer is in no fact of the chain") \
-                and normalize_answer(last["answer"]) not in ("yes", "no"):
+        # The last attempt that gave an answer: a continuation that went on one more fact and
+        # answered nothing leaves the answer before it standing.
+        last, answered = records[-1], next((r for r in reversed(records) if knows(r["answer"])), None)
+        if not last["grounded"] and answered is not None and answered["facts"] \
+                and (answered is last or not last["answer"].strip()) \
+                and answered["grounding"]["how"].startswith("the answer is in no fact of the chain") \
+                and normalize_answer(answered["answer"]) not in ("yes", "no"):
             # The answer is in none of the stated facts ("Philosophy" after `<Conrad Bursian>
-            # <field of work> <philology>`): the answer line again, constrained to what they say.
-            values = answer_values([f["text"] for f in last["facts"]])
-            go_on(lambda r, **kw: writer.answer_among(r, values, **kw),
+            # <field of work> <philology>`): the answer line again, after the facts it was
+            # written on, constrained to what they say.
+            kept = -1 if answered is last else len(answered["facts"]) - 1
+            values = answer_values([f["text"] for f in answered["facts"]])
+            go_on(lambda r, **kw: writer.answer_among(r, values, fact=kept, **kw),
                   "the answer is in no stated fact: the answer line says one of their values")
         for r in records:
             emit({"event": "step", "step": r})

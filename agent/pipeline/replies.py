@@ -189,18 +189,23 @@ class ReplyWriter:
             return None
         return self._go_on(reply, begin, started, ANSWER, ANSWER_LINE_TOKENS, on_text, on_span)
 
-    def answer_among(self, reply: Reply, values: list[str], *, on_text: Callable[[str], None] | None = None,
+    def answer_among(self, reply: Reply, values: list[str], *, fact: int = -1,
+                     on_text: Callable[[str], None] | None = None,
                      on_span: Callable[[FactSpan], None] | None = None) -> ReplyPart | None:
-        """Rewind to the end of the reply's last fact and write its ``Answer:`` line constrained to
-        ``values`` (what its triples say, :func:`~.grounding.answer_values`), the model picking. None
-        when the reply has no fact or no value was completed."""
+        """Rewind to the end of the reply's fact number ``fact`` (its last by default; the facts
+        after it dropped, from the chain too) and write its ``Answer:`` line constrained to
+        ``values`` (what its triples say, :func:`~.grounding.answer_values`), the model picking.
+        None when the reply has no such fact or no value was completed."""
         session = reply.session
         spans = list(session.trace.spans)
         values = list(dict.fromkeys(v for v in values if v.strip()))
-        if not spans or not values or self._stopped(session):
+        if not -len(spans) <= fact < len(spans) or not values or self._stopped(session):
             return None
         started = time.perf_counter()
-        session.rewind(spans[-1][2] + 1)
+        if reply.guard is not None and fact >= 0:
+            reply.guard.cut.clear()
+            del reply.guard.stated[0][fact + 1:]
+        session.rewind(spans[fact][2] + 1)
         begin = len(session.out)
         index = FactIndex.build([Fact.from_statement(v) for v in values], self.tokenizer)
         if session.state_one(FactTracker(index, self.generator.vocab), self._encode(ANSWER), opened=True) is None:
