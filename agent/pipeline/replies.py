@@ -207,9 +207,7 @@ class ReplyWriter:
             del reply.guard.stated[0][fact + 1:]
         session.rewind(spans[fact][2] + 1)
         begin = len(session.out)
-        index = FactIndex.build([Fact.from_statement(v) for v in values], self.tokenizer)
-        if session.state_one(FactTracker(index, self.generator.vocab), self._encode(ANSWER), opened=True) is None:
-            session.rewind(begin)
+        if self._one_line(session, values, ANSWER, opened=True) is None:
             return None
         self._show(reply, on_text, on_span)
         part = self._part(reply, begin, started, "", [])
@@ -228,18 +226,25 @@ class ReplyWriter:
         texts = list(dict.fromkeys(texts))
         if not texts or self._stopped(session) or session.ended:
             return None
-        index = FactIndex.build([Fact.from_statement(t) for t in texts], self.tokenizer)
-        begin = len(session.out)
-        picked = session.state_one(FactTracker(index, self.generator.vocab), self._encode(TRIGGER))
-        if picked is None:
-            session.rewind(begin)  # no fact completed: the line goes
+        fact = self._one_line(session, texts, TRIGGER)
+        if fact is None:
             return None
-        fact = index.facts[picked].text
         if reply.guard is not None:
             reply.guard.stated[0].append(fact)
         return fact
 
     # --- helpers -------------------------------------------------------------------------------
+
+    def _one_line(self, session: DecodeSession, texts: list[str], opening: str, opened: bool = False) -> str | None:
+        """One line after ``opening`` constrained to ``texts`` (a prefix tree of their tokens),
+        the model picking: the text it completed, or None (the line rewound away)."""
+        index = FactIndex.build([Fact.from_statement(t) for t in texts], self.tokenizer)
+        begin = len(session.out)
+        picked = session.state_one(FactTracker(index, self.generator.vocab), self._encode(opening), opened=opened)
+        if picked is None:
+            session.rewind(begin)
+            return None
+        return index.facts[picked].text
 
     def _after_facts(self, reply: Reply, opening: str, budget: int, on_text: Callable[[str], None] | None,
                      on_span: Callable[[FactSpan], None] | None, fact: int = -1) -> ReplyPart | None:
