@@ -61,15 +61,21 @@ def _conversation(history: Sequence[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def _ask(question: str, history: Sequence[dict[str, str]]) -> str:
+def _templates() -> tuple[Template, Template]:
+    """The user turn's two templates: a question asked alone, and one after earlier turns."""
+    return (Template(read_prompt(f"{PROMPTS}/user.txt").strip()),
+            Template(read_prompt(f"{PROMPTS}/follow-up.txt").strip()))
+
+
+def _ask(templates: tuple[Template, Template], question: str, history: Sequence[dict[str, str]]) -> str:
     """The user turn asking for ``question``'s rewording (after ``history``, when it has one)."""
+    alone, follow_up = templates
     if not history:
-        return Template(read_prompt(f"{PROMPTS}/user.txt").strip()).substitute(question=question)
-    return Template(read_prompt(f"{PROMPTS}/follow-up.txt").strip()).substitute(
-        conversation=_conversation(history), question=question)
+        return alone.substitute(question=question)
+    return follow_up.substitute(conversation=_conversation(history), question=question)
 
 
-def _examples() -> list[dict[str, str]]:
+def _examples(templates: tuple[Template, Template]) -> list[dict[str, str]]:
     """The worked cases of ``examples.txt`` as chat turns (user: the question, after the turns
     before it where the case has them; assistant: the rewording)."""
     turns: list[dict[str, str]] = []
@@ -77,7 +83,7 @@ def _examples() -> list[dict[str, str]]:
         fields = dict(line.split(": ", 1) for line in block.strip().splitlines())
         history = ([{"role": "user", "content": fields["Asked before"]},
                     {"role": "assistant", "content": fields["Answered"]}] if "Asked before" in fields else [])
-        turns += [{"role": "user", "content": _ask(fields["Question"], history)},
+        turns += [{"role": "user", "content": _ask(templates, fields["Question"], history)},
                   {"role": "assistant", "content": fields["Rewritten"]}]
     return turns
 
@@ -86,11 +92,12 @@ def reword_questions(questions: Sequence[EvalQuestion], chat: ChatClient, *,
                      on_progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
     """Each question's rewording by ``chat`` (greedy): rows for :func:`write_wordings`."""
     system = read_prompt(f"{PROMPTS}/system.txt").strip()
-    examples = _examples()
+    templates = _templates()
+    examples = _examples(templates)
     rows = []
     for q in questions:
         reply = chat.complete([{"role": "system", "content": system}, *examples,
-                               {"role": "user", "content": _ask(q.text, q.history)}],
+                               {"role": "user", "content": _ask(templates, q.text, q.history)}],
                               max_tokens=MAX_TOKENS, temperature=0.0, stop=["\n"])
         text = next((line.strip() for line in reply.splitlines() if line.strip()), "")
         rows.append({"id": q.id, "text": text, "original": q.text, "model": chat.name,

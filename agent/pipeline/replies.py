@@ -168,9 +168,7 @@ class ReplyWriter:
         None when the reply has no such fact."""
         if not 0 <= fact < len(reply.session.trace.spans):
             return None
-        if reply.guard is not None:
-            reply.guard.cut.clear()
-            del reply.guard.stated[0][fact + 1:]
+        self._drop_after(reply, fact)
         return self._after_facts(reply, ANSWER, ANSWER_LINE_TOKENS, on_text, on_span, fact)
 
     def one_of(self, reply: Reply, texts: list[str], *, on_text: Callable[[str], None] | None = None,
@@ -202,9 +200,8 @@ class ReplyWriter:
         if not -len(spans) <= fact < len(spans) or not values or self._stopped(session):
             return None
         started = time.perf_counter()
-        if reply.guard is not None and fact >= 0:
-            reply.guard.cut.clear()
-            del reply.guard.stated[0][fact + 1:]
+        if fact >= 0:
+            self._drop_after(reply, fact)
         session.rewind(spans[fact][2] + 1)
         begin = len(session.out)
         if self._one_line(session, values, ANSWER, opened=True) is None:
@@ -234,6 +231,14 @@ class ReplyWriter:
         return fact
 
     # --- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _drop_after(reply: Reply, fact: int) -> None:
+        """The facts after number ``fact`` dropped from the reply's guard (what it has stated, and
+        what it cut), before the reply is rewound to that fact's end."""
+        if reply.guard is not None:
+            reply.guard.cut.clear()
+            del reply.guard.stated[0][fact + 1:]
 
     def _one_line(self, session: DecodeSession, texts: list[str], opening: str, opened: bool = False) -> str | None:
         """One line after ``opening`` constrained to ``texts`` (a prefix tree of their tokens),
