@@ -773,10 +773,17 @@ class AskedChecker:
         if triple is None and self.statements is not None:
             # A fact further along the chain is about the thing the chain reached (its first
             # name), the first fact about a thing the question names.
-            subject = (_first_name(stated[i]) if len(path) > 1 else "") or _named_subject(question, stated[i]) \
-                or _first_name(stated[i])
+            subject = (_first_name(stated[i], answer) if len(path) > 1 else "") \
+                or _named_subject(question, stated[i]) or _first_name(stated[i], answer)
             if subject:
                 return _at(self.statements.check(asked, stated[i], subject, answer), i)
+            if _first_name(stated[i]):
+                # "The continent includes Madagascar ...": the answer is the statement's only
+                # name, so it says the answer of nothing ("Madagascar <relation> Madagascar" fits
+                # any relation alike).
+                return AskedCheck(False, i, "the statement", "", "name", 0.0,
+                                  f"the statement names nothing but {answer!r}; it says nothing of what the "
+                                  "question asks it of")
         if triple is not None and self.matcher is not None:
             used = [t[1] for t in (parse_triple(stated[j]) for j in path if j != i) if t is not None]
             result = self.matcher.check(asked, triple, answer, held(triple[0]) if held is not None else (),
@@ -839,6 +846,9 @@ def _named_subject(question: str, fact: str) -> str:
     return names[0] if names else ""
 
 
-def _first_name(fact: str) -> str:
-    names = [k for k in extract_keywords(fact, limit=10) if any(c.isupper() for c in k)]
+def _first_name(fact: str, answer: str = "") -> str:
+    """The first name ``fact`` gives; with ``answer``, the first that is not the answer (nor holds
+    it, nor is held by it)."""
+    names = [k for k in extract_keywords(fact, limit=10) if any(c.isupper() for c in k)
+             and not (answer and (holds_answer(k, answer) or holds_answer(answer, k)))]
     return names[0] if names else ""
