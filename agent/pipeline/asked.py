@@ -28,6 +28,8 @@ here is written for one relation or one dataset's wording):
   of a name; a relation of things nothing of a date). Past a role the chain went through, the
   question is asked again of whom it reached (:func:`ask_past`: "Who is the spouse of the
   director of film X?" of a fact about him: "Who is the spouse of John Farrow?").
+  A statement whose only name is the answer says nothing of it ("The continent includes
+  Madagascar ..."): "A <relation> A" fits any relation alike.
 - **The type asked** (:func:`answer_type_fits`): "when" takes a date, "how many" a number; and
   so does a "what is ..." question whose closest relation is numeric
   (:meth:`RelationMatcher.asks_number`: "What is the population of the state where X is?"),
