@@ -7,7 +7,8 @@ import pytest
 
 from agent.pipeline.plan import PlanReader, find_options, order_asked
 
-NAMES = ["Lorna Vidal", "Otto Brenner", "Harbor Lights", "Dune Sea", "The Iron Orchard", "Kestrel Bay"]
+NAMES = ["Lorna Vidal", "Otto Brenner", "Harbor Lights", "Dune Sea", "The Iron Orchard", "Kestrel Bay",
+         "Before Dawn, First Light Comes"]
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +50,12 @@ def reader():
     ("Lorna Vidal and Otto Brenner, two painters, were trained during which decade?", "lookup", "", ()),
     ("Harbor Lights and Dune Sea were both filmed in which century?", "lookup", "", ()),
     ("The Iron Orchard and Kestrel Bay share a publisher based in what country?", "lookup", "", ()),
+    # a title with a comma and an order word in it is one name: nothing is compared
+    ("What is the original language of Before Dawn, First Light Comes?", "lookup", "", ()),
+    ("In what language was the book \"Before Dawn, First Light Comes\" written?", "lookup", "", ()),
+    # ... and an order word inside an option's name is not the order asked
+    ("Of Before Dawn, First Light Comes and Dune Sea, which is newer?", "choice", "later",
+     ("Before Dawn, First Light Comes", "Dune Sea")),
 ])
 def test_the_kind_options_and_order_of_a_question(reader, question, kind, order, options):
     plan = reader.plan(question, NAMES)

@@ -172,7 +172,9 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
         spans.append((at, end, question[at:end]))
     how = "names of the knowledge the question names"
     if len(spans) < 2:
-        spans = []
+        # The question's own names beside the one of the knowledge it names, never inside it
+        # ("To Get to Heaven, First You Have to Die" is one title, not two names at its comma).
+        how = "the question's capitalised names" + (" beside a name of the knowledge" if spans else "")
         # A comma ends a name: the keyword "American Mark King" is written "American, Mark King".
         for keyword in (piece for k in extract_keywords(question, limit=20) for piece in _comma_parts(question, k)):
             # "Were Ada Varga and Ines Varro" is two names after a capitalised first word.
@@ -190,7 +192,6 @@ def find_options(question: str, names: Sequence[str], limit: int = 2) -> tuple[l
                 if any(at < e and s < end for s, e, _ in spans):
                     continue
                 spans.append((at, end, question[at:end]))
-        how = "the question's capitalised names"
     spans.sort()
     return [text for _, _, text in spans[:limit] if text], how
 
@@ -233,7 +234,8 @@ class PlanReader:
         """The plan of ``question``; ``names``: the knowledge's names retrieved for it (triple
         subjects and objects, passage titles)."""
         options, found = find_options(question, names)
-        order, word = order_asked(question)
+        # An order word inside a name ("To Get to Heaven, First You Have to Die") asks nothing.
+        order, word = order_asked(masked_question(question, options))
         words = question_words(question)
         first = words[0] if words else ""
         how: dict[str, str] = {}
