@@ -327,3 +327,31 @@ def test_grounded_rate_f1_and_follow_up_share_on_hand_made_records():
     assert "| llm-only | 4/4 | 50.0% | 50.0% | 50.0% | 50.0% | 50.0% | - |" in md
     assert "Follow-ups (pronoun, the first turn given)" in md and "| refactx | 2 | 50.0% | 50.0% | 100.0% |" in md
     assert "Per stratum: mean token F1:" in md and "| follow-up | 2 | 50.0% | 50.0% | 50.0% |" in md
+
+
+def test_a_right_chain_withheld_is_counted_and_reported():
+    from agent.eval.report import EvalReport
+    from agent.eval.run import evaluate_methods
+
+    fact = "<Ada Selden> <place of birth> <Lyon> ."
+    questions = [EvalQuestion("a", "Where was Ada Selden born?", ("Lyon",)),
+                 EvalQuestion("b", "Where did Ada Selden die?", ("Paris",)),
+                 EvalQuestion("c", "What did Ada Selden write?", ("Grey Orchard",)),
+                 EvalQuestion("d", "Who taught Ada Selden?", ("Otto Brenner",))]
+    attempt = lambda answer, facts: {"tree": "question", "answer": answer, "facts": facts, "grounded": False}  # noqa: E731
+    agent = _Canned("agent", {
+        # stated and right, then withheld: the question ends "I don't know."
+        "a": ("I don't know.", [], {"supported": False, "attempts": [attempt("Lyon", 1), attempt("", 0)]}),
+        # right and given: nothing withheld
+        "b": ("Paris", [fact], {"supported": True, "attempts": [attempt("Paris", 1)]}),
+        # a right answer with no fact stated is no chain
+        "c": ("I don't know.", [], {"supported": False, "attempts": [attempt("Grey Orchard", 0)]}),
+        # a wrong answer withheld is what the checks are for
+        "d": ("I don't know.", [], {"supported": False, "attempts": [attempt("Lorna Vidal", 2)]})})
+    plain = _Canned("refactx", {q.id: ("Lyon", [fact], {}) for q in questions})
+    result, other = evaluate_methods([agent, plain], questions)
+    assert result.right_withheld_rate == pytest.approx(1 / 4)
+    assert result.summary()["right_withheld"] == pytest.approx(1 / 4)
+    assert other.right_withheld_rate is None and "right_withheld" not in other.summary()
+    md = EvalReport("2wiki", "m", {"judge": None}, [result, other]).markdown()
+    assert "Right chains withheld" in md and "agent 25.0% (1)" in md

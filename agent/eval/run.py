@@ -78,6 +78,15 @@ class MethodResult:
         return sum(not r["approximate"] for r in marked) / len(marked)
 
     @property
+    def right_withheld_rate(self) -> float | None:
+        """Share of all the questions where an attempt stated facts and gave a right answer (an
+        approximate match) that the method's checks withheld, the question ending unanswered
+        right: a right chain withheld. None for methods without attempts (only the agent has them)."""
+        if not any("attempts" in r for r in self.rows):
+            return None
+        return sum(_withheld_right(r) for r in self.rows) / max(1, len(self.rows))
+
+    @property
     def follow_up(self) -> dict[str, Any] | None:
         """Conversations only: EM and F1 over the ``follow-up`` questions and over the same
         questions asked ``standalone``, and each as a share of the standalone score (None when
@@ -137,6 +146,8 @@ class MethodResult:
         out["grounded"] = self.grounded_rate
         out["proven"] = self.proven_rate
         out["wrong_grounded"] = self.wrong_grounded_rate
+        if self.right_withheld_rate is not None:
+            out["right_withheld"] = self.right_withheld_rate
         if self.set_scores is not None:
             out["set_macro"] = self.set_scores
         if self.best_of_n is not None:
@@ -156,6 +167,15 @@ class MethodResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"method": self.method, **self.summary(), "questions": self.rows}
+
+
+def _withheld_right(row: dict[str, Any]) -> bool:
+    """Whether ``row`` (a question's row, with its attempts) ends not right although an attempt
+    stated facts and answered right (approximate match with the gold answers)."""
+    if row.get("approximate"):
+        return False
+    return any(a.get("facts") and counts_as_answered(a.get("answer") or "")
+               and approximate_match(a["answer"], row["gold"]) for a in row.get("attempts") or ())
 
 
 def _record(row: dict[str, Any], judged: bool) -> Record:
