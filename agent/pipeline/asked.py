@@ -769,17 +769,18 @@ class AskedChecker:
         # the director of film X" of a fact about the director: "the spouse of <director>").
         asked = asked_clause(question)
         named, noun = asked_through(question)
+        # A statement's first name, and its first that is not the answer (read once each).
+        first = _first_name(stated[i]) if triple is None else ""
+        other = (_first_name(stated[i], answer) if first else "") if triple is None else ""
         if noun and len(path) > 1:
-            reached = (triple[0] if triple is not None else _first_name(stated[i])) or "X"
-            asked = ask_past(question, named, noun, reached)
+            asked = ask_past(question, named, noun, (triple[0] if triple is not None else first) or "X")
         if triple is None and self.statements is not None:
             # A fact further along the chain is about the thing the chain reached (its first
             # name), the first fact about a thing the question names.
-            subject = (_first_name(stated[i], answer) if len(path) > 1 else "") \
-                or _named_subject(question, stated[i]) or _first_name(stated[i], answer)
+            subject = (other if len(path) > 1 else "") or _named_subject(question, stated[i]) or other
             if subject:
                 return _at(self.statements.check(asked, stated[i], subject, answer), i)
-            if _first_name(stated[i]):
+            if first:
                 # "The continent includes Madagascar ...": the answer is the statement's only
                 # name, so it says the answer of nothing ("Madagascar <relation> Madagascar" fits
                 # any relation alike).
