@@ -1,5 +1,6 @@
 """The reasoning table (docs/evaluation.md, "Reasoning, checked"; its commands are in the README): one row per evaluation report under a folder,
-each method's EM / token F1 / proven / wrong-but-grounded / seconds per question.
+each method's EM / token F1 / proven / wrong-but-grounded / seconds per question (and for the
+agent, the right chains withheld: an attempt stated facts and answered right, the checks withheld it).
 
 proven: right (EM) and grounded, over all the questions; wrong but grounded: share of the
 answers marked grounded that are wrong. A run on one half (``factweave eval ... --half dev|test``,
@@ -24,8 +25,12 @@ def _pct(value: float | None) -> str:
 
 
 def cell(score: dict) -> str:
-    return " / ".join([_pct(score.get("exact_accuracy")), _pct(score.get("f1")), _pct(score.get("proven")),
+    """EM / F1 / proven / wrong but grounded / s per question; where the run counted them (the
+    agent's runs), then the right chains withheld, as a share of the questions."""
+    text = " / ".join([_pct(score.get("exact_accuracy")), _pct(score.get("f1")), _pct(score.get("proven")),
                        _pct(score.get("wrong_grounded")), f"{score.get('seconds_per_question', 0):.1f}"])
+    return text + (f"; right withheld {_pct(score['right_withheld'])}" if score.get("right_withheld") is not None
+                   else "")
 
 
 GAP_KEYS = ("exact_accuracy", "f1", "proven", "wrong_grounded")
@@ -79,7 +84,8 @@ def main(argv: list[str]) -> int:
     print("| dataset (questions; folder) | " + " | ".join(METHODS) + " |")
     print("|---|" + "---|" * len(METHODS))
     print("\n".join(rows(folder)))
-    print("\nCells: EM / F1 / proven / wrong but grounded / s per question; gap rows: dev minus test, points.")
+    print("\nCells: EM / F1 / proven / wrong but grounded / s per question (the agent's: then the right chains "
+          "withheld, share of the questions); gap rows: dev minus test, points.")
     return 0
 
 

@@ -78,10 +78,14 @@ def test_the_table_puts_the_halves_side_by_side_with_their_gaps(tmp_path):
                 "scores": {"agent": {"exact_accuracy": em, "f1": em, "proven": em, "wrong_grounded": 0.0,
                                      "seconds_per_question": 1.0}}}
     (tmp_path / "2wiki-m-dev.json").write_text(json.dumps(report("dev", 0.75)))
-    (tmp_path / "2wiki-m-test.json").write_text(json.dumps(report("test", 0.5)))
+    test = report("test", 0.5)
+    test["scores"]["agent"]["right_withheld"] = 0.25
+    (tmp_path / "2wiki-m-test.json").write_text(json.dumps(test))
     (tmp_path / "2wiki-m-test-reworded.json").write_text(json.dumps(report("test", 0.25, {"model": "r", "file": "f"})))
     out = subprocess.run([sys.executable, "benchmarks/reasoning_table.py", str(tmp_path)], capture_output=True,
                          text=True, cwd=REPO, check=True).stdout
+    assert "| 50.0 / 50.0 / 50.0 / 0.0 / 1.0; right withheld 25.0 |" in out, out
+    assert "| 75.0 / 75.0 / 75.0 / 0.0 / 1.0 |" in out, out  # a run that did not count them says nothing
     gaps = [line for line in out.splitlines() if line.startswith("| gap")]
     assert len(gaps) == 2, out
     assert gaps[0].startswith("| gap dev - test") and gaps[0].endswith("| +25.0 / +25.0 / +25.0 / +0.0 |"), out
