@@ -354,3 +354,13 @@ def test_the_values_an_answer_line_may_say_are_the_ends_of_the_stated_triples():
     assert answer_values([sentence]) == []
     question = "What is Conrad Bursian's field of work?"
     assert all(ground(question, value, [triple]).grounded for value in ("philology", "Philology"))
+
+
+def test_a_name_that_says_a_word_twice_is_named_only_by_a_fact_that_says_it_twice():
+    # "Simon & Simon" (a series) is not named by a fact about another Simon: no chain starts there.
+    question = "Tally & Tally starred which stage actor?"
+    assert not ground(question, "Tally Marsh", ["Tally Marsh (born 1961 in Dayton) is a stage actor."]).grounded
+    assert ground(question, "Rob Quill", ["Tally & Tally is a detective series starring Rob Quill."]).grounded
+    # a name said once is still named by a fact that says it more than once
+    assert ground("Where was Tally Marsh born?", "Dayton",
+                  ["Tally Marsh, known as Tally, was born in Dayton."]).grounded

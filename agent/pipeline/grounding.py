@@ -284,14 +284,14 @@ def _among(name: frozenset[str], names: Iterable[frozenset[str]]) -> bool:
 
 def _said(question: str, name: frozenset[str]) -> str:
     """How ``question`` writes ``name`` (its significant words): the keyword holding them."""
-    return next((k for k in extract_keywords(question, limit=40) if set(normalize_answer(k).split()) >= name),
+    return next((k for k in extract_keywords(question, limit=40) if _word_set(normalize_answer(k).split()) >= name),
                 " ".join(sorted(name)))
 
 
 def _held(fact: _Stated, names: Iterable[frozenset[str]]) -> set[frozenset[str]]:
     """The names of ``names`` a stated fact holds (a triple: in its subject or object)."""
-    spans = [set(normalize_answer(e).split()) for e in (fact.triple[0], fact.triple[2])] if fact.triple \
-        else [set(normalize_answer(_POSSESSIVE.sub(r"\1", fact.text)).split())]
+    spans = [_word_set(normalize_answer(e).split()) for e in (fact.triple[0], fact.triple[2])] if fact.triple \
+        else [_word_set(normalize_answer(_POSSESSIVE.sub(r"\1", fact.text)).split())]
     return {name for name in names if any(name <= span for span in spans)}
 
 
@@ -370,9 +370,21 @@ def asked_about(question: str) -> list[str]:
 
 
 def _significant(name: str) -> frozenset[str]:
-    """A name's significant words (4+ letters, or a year), as :func:`_question_names` keeps them."""
-    return frozenset(w for w in normalize_answer(name).split()
+    """A name's significant words (4+ letters, or a year), as :func:`_question_names` keeps them
+    (a word the name repeats, as many times: :func:`_word_set`)."""
+    return _word_set(w for w in normalize_answer(name).split()
                      if (len(w) >= 4 and not w.isdigit() or w.isdigit() and len(w) == 4) and w not in STOP_WORDS)
+
+
+def _word_set(words: Iterable[str]) -> frozenset[str]:
+    """``words`` as a set that keeps repeats ("simon", "simon#2"): a name that says a word twice
+    ("Simon & Simon") is held only by a text that says it twice, not by "Simon Schatzberger"."""
+    seen: dict[str, int] = {}
+    out = []
+    for word in words:
+        seen[word] = seen.get(word, 0) + 1
+        out.append(word if seen[word] == 1 else f"{word}#{seen[word]}")
+    return frozenset(out)
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
@@ -412,7 +424,7 @@ def _joined_names(question: str, q_names: list[frozenset[str]],
         writing = [i for i, f in enumerate(stated) if _contains(normalize_answer(f.text).split(), joined)]
         if not writing:
             continue
-        whole = frozenset(w for w in joined if (len(w) >= 4 and not w.isdigit()) and w not in STOP_WORDS)
+        whole = _word_set(w for w in joined if (len(w) >= 4 and not w.isdigit()) and w not in STOP_WORDS)
         if whole:
             q_names = [n for n in q_names if not n < whole] + [whole]
         name = " ".join(joined)
@@ -449,7 +461,7 @@ def _names_in(fact: _Stated, q_names: Sequence[frozenset[str]]) -> bool:
     not anchor a question about Tony Shields."""
     if fact.triple is not None or not q_names:
         return False
-    words = set(normalize_answer(fact.text).split())
+    words = _word_set(normalize_answer(fact.text).split())
     return any(name <= words for name in q_names)
 
 
