@@ -12,7 +12,8 @@ in the facts the method stated or was given, ``-`` for methods without facts; pr
 all the questions answered right and grounded; wrong but grounded: share of the grounded answers
 that are wrong, not even an approximate match), then, where they
 apply, the set answers' macro P/R/F1 over relations, best-of-n accuracy, follow-ups against the
-same questions asked standalone (KAMEL conversations), the scores per stratum (relation or
+same questions asked standalone (KAMEL conversations), the right chains withheld (the agent: an
+attempt stated facts and answered right, its checks withheld it), the scores per stratum (relation or
 question type: EM and F1), and the figures of ``agent.eval.plots``
 (``<stem>-strata.png``, ``<stem>-accuracy-precision.png``, ``<stem>-latency.png``).
 
