@@ -142,12 +142,11 @@ class EvalReport:
                                     [[m, str(f["items"]), percent(f["exact"]), percent(f["standalone_exact"]),
                                       percent(f["exact_share"]), percent(f["f1"]), percent(f["standalone_f1"]),
                                       percent(f["f1_share"])] for m, f in follow])
-        withheld = [(r.method, r.right_withheld_rate) for r in self.results if r.right_withheld_rate is not None]
+        withheld = [(r, rate) for r in self.results if (rate := r.right_withheld_rate) is not None]
         if withheld:
             lines += ["", "Right chains withheld (an attempt stated facts and answered right; the checks withheld "
                       "it and the question ended unanswered right), share of all questions: "
-                      + ", ".join(f"{m} {percent(w)} ({round(w * len(self.results[0].rows))})" for m, w in withheld)
-                      + "."]
+                      + ", ".join(f"{r.method} {percent(w)} ({round(w * len(r.rows))})" for r, w in withheld) + "."]
         lines += self._strata_lines()
         judge = self.settings.get("judge") or {}
         lines += ["", "Accuracy over all questions, precision over the answered ones (abstentions and truncated "

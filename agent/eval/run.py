@@ -146,8 +146,9 @@ class MethodResult:
         out["grounded"] = self.grounded_rate
         out["proven"] = self.proven_rate
         out["wrong_grounded"] = self.wrong_grounded_rate
-        if self.right_withheld_rate is not None:
-            out["right_withheld"] = self.right_withheld_rate
+        withheld = self.right_withheld_rate
+        if withheld is not None:
+            out["right_withheld"] = withheld
         if self.set_scores is not None:
             out["set_macro"] = self.set_scores
         if self.best_of_n is not None:
