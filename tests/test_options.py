@@ -374,3 +374,16 @@ def test_whose_life_an_option_is_read_of_is_said_by_its_facts():
     one = QuestionPlan("choice", ("Quiet Harbour", "The Winter Gate"), "earlier", role="one")
     assert led_role(one, "Which director is older, the one who directed Quiet Harbour or the one who directed "
                          "The Winter Gate?", "birth", film) == "director"
+
+
+def test_a_value_is_a_name_within_one_stretch_between_punctuation_marks():
+    """"... in Rapides Parish, Louisiana, United States." offers three places to compare, not one
+    run of capitalised words that is no place at all (so no state was read for the airport)."""
+    from agent.embeddings import Embedder
+    from agent.pipeline.options import _values, values_of_kind
+
+    plan = QuestionPlan("same", ("Orvik Airfield", "Selden Airport"))
+    fact = "Selden Airport (IATA: SLD) is a public airport west of Harwick, in Tamsin County, Louisiana, United States."
+    values = _values(plan, [fact], "Selden Airport")
+    assert {"Harwick", "Tamsin County", "Louisiana", "United States"} <= set(values)
+    assert "Louisiana" in values_of_kind(Embedder(), "state", values)

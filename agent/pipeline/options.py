@@ -728,9 +728,14 @@ def _values(plan: QuestionPlan, facts: Sequence[str], option: str) -> list[str]:
         if plan.order in ("more", "less") or plan.kind == "difference":
             out.extend(m for m in _numbers(fact) if not any(m in d for d in out))
         if plan.kind == "same":
-            out.extend(k for k in extract_keywords(fact, limit=30)
+            # A name within one stretch between punctuation marks: "in Rapides Parish, Louisiana,
+            # United States" offers three, not one run of capitalised words.
+            out.extend(k for part in _CLAUSE_MARKS.split(fact) for k in extract_keywords(part, limit=30)
                        if any(c.isupper() for c in k) and not holds_answer(option, k) and not holds_answer(k, option))
     return list(dict.fromkeys(v.strip() for v in out if v.strip()))
+
+
+_CLAUSE_MARKS = re.compile(r"[,;:()\[\]]")
 
 
 def _spans(text: str, stated: Sequence[str], known: dict[str, Any]) -> list[FactSpan]:
