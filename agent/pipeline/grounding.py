@@ -194,11 +194,6 @@ def connected_prefix(question: str, facts: Sequence[str]) -> int:
     return n
 
 
-def names_question_entity(question: str, fact: str) -> bool:
-    """Whether ``fact`` by itself names an entity of ``question`` (could start a chain)."""
-    return bool(connected_chain(question, [_parse(fact)]))
-
-
 def holds_answer(fact: str, answer: str) -> bool:
     """Whether ``answer``, normalized, is in ``fact`` word for word."""
     return _contains(_fact_words(fact), normalize_answer(clean_answer(answer)).split())

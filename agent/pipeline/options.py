@@ -147,13 +147,6 @@ class OptionsResult:
     hits: dict[str, Any] = field(default_factory=dict)  # every fact met (text -> its web hit)
 
 
-def _ask_for(first: str, first_option: str, option: str) -> str:
-    """The first option's question asked of ``option`` (its name put in place), or "" when
-    the first question does not name its option."""
-    pattern = re.compile(re.escape(first_option), re.IGNORECASE)
-    return pattern.sub(lambda _: option, first, count=1) if first and pattern.search(first) else ""
-
-
 class OptionsStep:
     """Runs the reply in parts and computes the step (module docstring). ``similar(a, b)``: a
     cosine of two short texts (the web's embedder), used to tell two different values from two
