@@ -184,6 +184,13 @@ def test_a_difference_of_dates_in_whole_years():
     plan = QuestionPlan("difference", ("Quiet Harbour", "The Winter Gate"))
     answer, shown, how, _ = compute_step(plan, _readings("12 March 1901", "8 June 1915"), FACTS)
     assert (answer, shown) == ("14", True) and "14 years" in how
+    asked = "How many years apart were the directors of Quiet Harbour and The Winter Gate born?"
+    assert compute_step(plan, _readings("12 March 1901", "8 June 1915"), FACTS, question=asked)[:2] == ("14", True)
+    # a "when" question takes a date: a number of years shows nothing (MuSiQue dev in the 1.5B's
+    # words, "When did the country that produced X become British?", was answered "18")
+    answer, shown, how, _ = compute_step(plan, _readings("12 March 1901", "8 June 1915"), FACTS,
+                                         question="When did the director of Quiet Harbour become German?")
+    assert not shown and how == "the question asks when; '14' is no date"
 
 
 def test_the_one_who_fills_a_role_is_found_by_the_words_of_their_name():

@@ -62,6 +62,7 @@ from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
 from ..web.keywords import STOP_WORDS, bridge_entities, extract_keywords, noun_form, only_in_longer_names
+from .asked import answer_type_fits
 from .chaining import bare_name, is_about, role_holders
 from .grounding import holds_answer, says_form
 from .plan import QuestionPlan, role_words
@@ -284,7 +285,7 @@ class OptionsStep:
             show()
         text = decode_tokens(tokenizer, session.out)
         spans = _spans(text, stated, known)
-        answer, grounded, how, used = compute_step(plan, readings, stated, self.similar, attribute)
+        answer, grounded, how, used = compute_step(plan, readings, stated, self.similar, attribute, question)
         return OptionsResult(text, spans, readings, answer, grounded, how, used, len(session.out), len(ids),
                              cached, round(prefill, 4), [], hops, known)
 
@@ -429,11 +430,20 @@ def option_event(matcher: RelationMatcher | None, question: str, plan: QuestionP
 
 def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Sequence[str],
                  similar: Callable[[str, str], float] | None = None,
-                 attribute: str = "") -> tuple[str, bool, str, tuple[int, ...]]:
+                 attribute: str = "", question: str = "") -> tuple[str, bool, str, tuple[int, ...]]:
     """The step of ``plan`` over the options' ``readings`` (their values and the indices of the
     ``facts`` stated for them): (answer, shown, how, the facts read). A value counts only when
     a fact stated for its option holds it. ``attribute``: what a "same" question compares
-    (:func:`same_attribute`)."""
+    (:func:`same_attribute`). An answer of another type than ``question`` asks shows nothing
+    (:func:`~.asked.answer_type_fits`: "When did X become British?" read as a difference of two
+    dates is not answered "18")."""
+    answer, shown, how, used = _step(plan, readings, facts, similar, attribute)
+    wrong_type = answer_type_fits(question, answer) if shown and question else ""
+    return (answer, False, wrong_type, used) if wrong_type else (answer, shown, how, used)
+
+
+def _step(plan: QuestionPlan, readings: list[OptionReading], facts: Sequence[str],
+          similar: Callable[[str, str], float] | None, attribute: str) -> tuple[str, bool, str, tuple[int, ...]]:
     for reading in readings:
         _hold(reading, facts, plan.kind, plan.order)
     if len(readings) < 2:
