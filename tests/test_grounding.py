@@ -364,3 +364,15 @@ def test_a_name_that_says_a_word_twice_is_named_only_by_a_fact_that_says_it_twic
     # a name said once is still named by a fact that says it more than once
     assert ground("Where was Tally Marsh born?", "Dayton",
                   ["Tally Marsh, known as Tally, was born in Dayton."]).grounded
+
+
+def test_a_computed_answer_is_of_the_type_asked():
+    """A step over the chain's facts proves only an answer of the kind asked: a difference of two
+    years answers "how many years", never "when" (the agent answered "When did the country that
+    produced X become British?" with the years between two dates)."""
+    facts = ["Varno Island was settled in 1802.", "Varno Island joined the Calder Union in 1820."]
+    verdict = ground("When did Varno Island join the Calder Union?", "18", facts)
+    assert not verdict.grounded and "asks when" in verdict.how
+    assert ground("How many years after its settlement did Varno Island join the Calder Union?", "18",
+                  facts).grounded
+    assert ground("When did Varno Island join the Calder Union?", "1820", facts).grounded

@@ -80,7 +80,7 @@ from ..knowledge.normalize import normalize_answer
 from ..web.keywords import STOP_WORDS, extract_keywords
 from .grounding import holds_answer
 from .plan import AUXILIARIES
-from .values import parse_date, parse_number
+from .values import answer_type_fits, parse_date, parse_number
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
@@ -423,20 +423,6 @@ class StatementMatcher:
 
 # Words a question asks a date or a number with: the answer must then be one (a closed class
 # of English question words, not a pattern of any dataset).
-_WHEN = re.compile(r"^\s*(?:when\b|in what year\b|what year\b|which year\b)", re.IGNORECASE)
-_HOW_MANY = re.compile(r"^\s*how (?:many|much|old|long)\b", re.IGNORECASE)
-
-
-def answer_type_fits(question: str, answer: str) -> str:
-    """"" when ``answer`` is of the type ``question`` asks for, else why not: a "when" question
-    takes a date (parsed by :mod:`.values`), a "how many" question a number."""
-    if _WHEN.search(question) and parse_date(answer) is None:
-        return f"the question asks when; {answer!r} is no date"
-    if _HOW_MANY.search(question) and parse_number(answer) is None:
-        return f"the question asks how many or how much; {answer!r} is no number"
-    return ""
-
-
 _FIRST_WH = re.compile(r"\b(what|which|who|whom|whose|where|when|how|why)\s+([^\W_]+)", re.IGNORECASE)
 
 

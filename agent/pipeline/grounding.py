@@ -13,7 +13,9 @@ one anyway and answers from it. An answer stands when:
    is contained word for word in a fact of that chain (a short sentence as answer: its words but
    small ones like "is", "in" all in one such fact), or is computed from chain facts by a step
    this module shows: a difference of two years ("how many years ..."), a count of one subject's
-   objects for one relation, or a yes/no comparison of two triples with the same relation; and
+   objects for one relation, or a yes/no comparison of two triples with the same relation, of
+   the type the question asks (:func:`~.values.answer_type_fits`: "18" years is no answer to
+   "when"); and
 3. the facts holding the answer reach every name of the question that a fact of the chain
    holds: a chain that anchors on two names of the question in two parts that share no entity
    proves nothing about the one its answer's part never reaches ("Lover Come Back contained the
@@ -62,6 +64,7 @@ from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
 from ..web.keywords import STOP_WORDS, extract_keywords
 from .plan import AUXILIARIES
+from .values import answer_type_fits
 
 _POSSESSIVE = re.compile(r"([^\W_])['’]s?(?![^\W_])", re.IGNORECASE)
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
@@ -158,6 +161,9 @@ def ground(question: str, answer: str, facts: Sequence[str]) -> Grounding:
                                    f"{'' if len(chain) == 1 else 's'}", tuple(chain), _short(stated[i], words))
     computed = _computed(norm, [(i, stated[i]) for i in chain], question)
     if computed:
+        wrong_type = answer_type_fits(question, answer)
+        if wrong_type:  # a step over the facts that gives what is not asked ("18" years for "when")
+            return Grounding(False, f"{computed}, but {wrong_type}", tuple(chain))
         return Grounding(True, computed, tuple(chain), computed=True)
     return Grounding(False, f"the answer is in no fact of the chain ({len(chain)} fact"
                             f"{'' if len(chain) == 1 else 's'}) and no step computes it", tuple(chain))

@@ -62,11 +62,10 @@ from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
 from ..web.keywords import STOP_WORDS, bridge_entities, extract_keywords, noun_form, only_in_longer_names
-from .asked import answer_type_fits
 from .chaining import bare_name, is_about, role_holders
 from .grounding import holds_answer, says_form
 from .plan import QuestionPlan, role_words
-from .values import Dated, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
+from .values import Dated, answer_type_fits, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
 
 if TYPE_CHECKING:
     from ..web.retrieval import FactHit
@@ -435,7 +434,7 @@ def compute_step(plan: QuestionPlan, readings: list[OptionReading], facts: Seque
     ``facts`` stated for them): (answer, shown, how, the facts read). A value counts only when
     a fact stated for its option holds it. ``attribute``: what a "same" question compares
     (:func:`same_attribute`). An answer of another type than ``question`` asks shows nothing
-    (:func:`~.asked.answer_type_fits`: "When did X become British?" read as a difference of two
+    (:func:`~.values.answer_type_fits`: "When did X become British?" read as a difference of two
     dates is not answered "18")."""
     answer, shown, how, used = _step(plan, readings, facts, similar, attribute)
     wrong_type = answer_type_fits(question, answer) if shown and question else ""

@@ -129,3 +129,19 @@ def life_dates(text: str) -> tuple[Dated | None, Dated | None]:
         found = dates_in(text[died.end():died.end() + 60])
         death = found[0] if found else None
     return birth, death
+
+
+_WHEN = re.compile(r"^\s*(?:when\b|in what year\b|what year\b|which year\b)", re.IGNORECASE)
+_HOW_MANY = re.compile(r"^\s*how (?:many|much|old|long)\b", re.IGNORECASE)
+
+
+def answer_type_fits(question: str, answer: str) -> str:
+    """"" when ``answer`` is of the type ``question`` asks for, else why not: a "when" question
+    takes a date (:func:`parse_date`), a "how many" question a number. Applied to every answer
+    the agent gives, a computed one too (:func:`~.grounding.ground`: a difference of two years is
+    no answer to "when")."""
+    if _WHEN.search(question) and parse_date(answer) is None:
+        return f"the question asks when; {answer!r} is no date"
+    if _HOW_MANY.search(question) and parse_number(answer) is None:
+        return f"the question asks how many or how much; {answer!r} is no number"
+    return ""
