@@ -135,6 +135,24 @@ def test_a_statement_says_what_is_asked_or_not(matcher, question, fact, answer, 
     assert result.passed is passed, result.how
 
 
+@pytest.mark.parametrize(("question", "fact", "answer", "passed"), [
+    # a long statement about its subject says its birthplace in a few words beside the answer
+    ("Where was Ada Quint born?",
+     "Ada Quint (born 1966 in Tarnow) is a film director, screenwriter, cinematographer, editor and film historian.",
+     "Tarnow", True),
+    ("Where was Orm Vesterlund from?",
+     "Orm Vesterlund (born in Lidby, Kallmark, Norway on 23 March 1945) is a Norwegian pop musician, record "
+     "company manager and concert promoter.", "Norway", True),
+    # ... and the words beside it say no spouse, nor does the whole
+    ("Who is the spouse of Ada Quint?",
+     "Ada Quint (born 1966 in Tarnow) is a film director, screenwriter, cinematographer, editor and film historian.",
+     "Tarnow", False),
+])
+def test_what_a_statement_says_of_the_answer_is_read_beside_it(matcher, question, fact, answer, passed):
+    result = AskedChecker(matcher).check(question, answer, [fact], [0])
+    assert result.passed is passed, result.how
+
+
 def test_a_question_asked_through_a_relative_needs_the_chain_to_reach_it(matcher):
     question = "When was Princess Feodora of Denmark's father born?"
     own = "Princess Feodora of Denmark (3 July 1910 – 17 March 1975) was a Danish princess."
