@@ -24,7 +24,8 @@ here is written for one relation or one dataset's wording):
 - **A statement against what the question asks** (:class:`StatementMatcher`): the statement is
   compared with "X <relation> A" for the relations the question is closest to and those the
   statement is closest to; a relation the question asks must fit it about as well as the best.
-  Only relations whose values are of the answer's type compete (a count or a year says nothing
+  The statement is read whole and as the few words beside the answer (:func:`near_answer`):
+  what a long sentence about its subject says of the answer is there. Only relations whose values are of the answer's type compete (a count or a year says nothing
   of a name; a relation of things nothing of a date). Past a role the chain went through, the
   question is asked again of whom it reached (:func:`ask_past`: "Who is the spouse of the
   director of film X?" of a fact about him: "Who is the spouse of John Farrow?").
