@@ -25,8 +25,9 @@ here is written for one relation or one dataset's wording):
   compared with "X <relation> A" for the relations the question is closest to and those the
   statement is closest to; a relation the question asks must fit it about as well as the best.
   The statement is read whole and as the few words beside the answer (:func:`near_answer`):
-  what a long sentence about its subject says of the answer is there. Only relations whose values are of the answer's type compete (a count or a year says nothing
-  of a name; a relation of things nothing of a date). Past a role the chain went through, the
+  what a long sentence about its subject says of the answer is there. Only relations whose
+  values are of the answer's type compete (a count or a year says nothing of a name; a relation
+  of things nothing of a date). Past a role the chain went through, the
   question is asked again of whom it reached (:func:`ask_past`: "Who is the spouse of the
   director of film X?" of a fact about him: "Who is the spouse of John Farrow?").
   A statement whose only name is the answer says nothing of it ("The continent includes
@@ -452,8 +453,6 @@ def near_answer(statement: str, answer: str, before: int = NEAR_BEFORE, after: i
     return " ".join([*head, statement[at:at + len(answer)], *tail])
 
 
-# Words a question asks a date or a number with: the answer must then be one (a closed class
-# of English question words, not a pattern of any dataset).
 _FIRST_WH = re.compile(r"\b(what|which|who|whom|whose|where|when|how|why)\s+([^\W_]+)", re.IGNORECASE)
 
 

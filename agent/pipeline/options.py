@@ -65,7 +65,8 @@ from ..web.keywords import STOP_WORDS, bridge_entities, extract_keywords, noun_f
 from .chaining import bare_name, is_about, role_holders
 from .grounding import holds_answer, says_form
 from .plan import QuestionPlan, role_words
-from .values import Dated, answer_type_fits, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date, years_between
+from .values import (Dated, answer_type_fits, compare_dates, dates_in, life_dates, parse_date, parse_number, same_date,
+                     years_between)
 
 if TYPE_CHECKING:
     from ..web.retrieval import FactHit

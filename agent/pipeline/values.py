@@ -131,6 +131,8 @@ def life_dates(text: str) -> tuple[Dated | None, Dated | None]:
     return birth, death
 
 
+# Words a question asks a date or a number with: the answer must then be one (a closed class
+# of English question words, not a pattern of any dataset).
 _WHEN = re.compile(r"^\s*(?:when\b|in what year\b|what year\b|which year\b)", re.IGNORECASE)
 _HOW_MANY = re.compile(r"^\s*how (?:many|much|old|long)\b", re.IGNORECASE)
 
