@@ -19,8 +19,6 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from dateutil import parser as date_parser
-
 _A = datetime(1, 1, 1)
 _B = datetime(4, 12, 28)  # a leap year's late date: a missing part parses differently
 # Spans that may be a date: "12 March 1901", "March 12, 1901", "March 1901", "1901" (years of
@@ -52,6 +50,10 @@ def parse_date(text: str) -> Dated | None:
     text = " ".join(text.replace("–", " ").split()).strip(" .,;")
     if not text or not re.search(r"\d", text):
         return None
+    # Imported here, where a date is parsed: `grounding` imports this module, and the vLLM
+    # server's path imports `grounding` in vLLM's environment, which has no dateutil.
+    from dateutil import parser as date_parser
+
     try:
         a = date_parser.parse(text, default=_A, fuzzy=True)
         b = date_parser.parse(text, default=_B, fuzzy=True)
