@@ -61,13 +61,14 @@ def asked(step: str, answers: list[str]) -> str:
 
 
 def withheld_right(reply, gold: str) -> str:
-    """Why the first attempt whose answer matched ``gold`` was withheld ("" when none did, or
-    the reply was given): the check that failed (``check:<by>``: ``relation`` is the statement
-    or relation check, ``name``, ``type``, ...) or the grounding's reason."""
+    """Why the first attempt that stated facts and answered ``gold`` was withheld ("" when none
+    did, or the reply was given; the evaluation's "right chains withheld" counts the same
+    attempts): the check that failed (``check:<by>``: ``relation`` is the statement or relation
+    check, ``name``, ``type``, ...) or the grounding's reason (``grounding: ...``)."""
     if reply.knows:
         return ""
     for step in reply.trace["steps"]:
-        if step["step"] != "generate" or step.get("grounded"):
+        if step["step"] != "generate" or step.get("grounded") or not step.get("facts"):
             continue
         answer = step.get("answer") or ""
         if answer and (exact_match(answer, [gold]) or approximate_match(answer, [gold])):
@@ -130,7 +131,8 @@ def main() -> None:
                 break
             own.append(reply_answer)
         final = own[-1] if len(own) == len(steps) else "I don't know."
-        records.append({"id": q.id, "half": half_of(half_key(q)), "question": q.text, "gold": list(q.answers), "hops": len(steps),
+        records.append({"id": q.id, "half": half_of(half_key(q)), "question": q.text, "gold": list(q.answers),
+                        "hops": len(steps),
                         "alone": alone, "chain": chain, "final": final,
                         "final_right": exact_match(final, q.answers) or approximate_match(final, q.answers)})
     seconds = time.perf_counter() - started
@@ -147,8 +149,7 @@ def main() -> None:
             row["no_fact_first"] += hop["no_fact_first"]
             row["withheld_right"] += bool(hop["withheld_right"])
             if hop["withheld_right"]:
-                why = hop["withheld_right"].split(":")[0] if hop["withheld_right"].startswith("grounding") \
-                    else hop["withheld_right"]
+                why = hop["withheld_right"].split(": ")[0]  # "check:relation", or "grounding" less its reason
                 withheld_why[why] = withheld_why.get(why, 0) + 1
     summary = {"questions": len(records), "chain_right": sum(r["final_right"] for r in records),
                "chain_reached_hop_2": sum(len(r["chain"]) >= 2 for r in records),
