@@ -445,12 +445,12 @@ def near_answer(statement: str, answer: str, before: int = NEAR_BEFORE, after: i
     """The words of ``statement`` around ``answer``'s first occurrence (case-insensitive):
     ``before`` words before it, the answer, ``after`` words after; "" when it does not occur
     as written."""
-    at = statement.casefold().find(answer.casefold()) if answer.strip() else -1
-    if at < 0:
+    found = re.search(re.escape(answer.strip()), statement, flags=re.IGNORECASE) if answer.strip() else None
+    if found is None:
         return ""
-    head = statement[:at].split()[-before:] if before else []
-    tail = statement[at + len(answer):].split()[:after] if after else []
-    return " ".join([*head, statement[at:at + len(answer)], *tail])
+    head = statement[:found.start()].split()[-before:] if before else []
+    tail = statement[found.end():].split()[:after] if after else []
+    return " ".join([*head, found.group(0), *tail])
 
 
 _FIRST_WH = re.compile(r"\b(what|which|who|whom|whose|where|when|how|why)\s+([^\W_]+)", re.IGNORECASE)
