@@ -26,6 +26,9 @@ def reader():
     ("Of Harbor Lights and Dune Sea, which was released more recently?", "choice", "later", ("Harbor Lights", "Dune Sea")),
     ("Who is younger, Otto Brenner or Lorna Vidal?", "choice", "later", ("Otto Brenner", "Lorna Vidal")),
     ("Which is longer, Harbor Lights or Dune Sea?", "choice", "more", ("Harbor Lights", "Dune Sea")),
+    # an auxiliary verb first, but the two offered as alternatives: which, not whether
+    ("Was Lorna Vidal or Otto Brenner born first?", "choice", "earlier", ("Lorna Vidal", "Otto Brenner")),
+    ("Did Harbor Lights or Dune Sea come out later?", "choice", "later", ("Harbor Lights", "Dune Sea")),
     # whether the first comes before the other: yes or no
     ("Is Lorna Vidal older than Otto Brenner?", "verify", "earlier", ("Lorna Vidal", "Otto Brenner")),
     ("Did Harbor Lights come out before Dune Sea?", "verify", "earlier", ("Harbor Lights", "Dune Sea")),

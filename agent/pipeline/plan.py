@@ -244,7 +244,10 @@ class PlanReader:
         how["options"] = found
         asks_which = any(w in _WH for w in words)
         if order and (asks_which or first in AUXILIARIES):
-            kind = "verify" if first in AUXILIARIES and not asks_which else "choice"
+            # "Was X or Y born first?" opens with an auxiliary verb but offers the two as
+            # alternatives: it asks which, not whether.
+            either = re.search(r"\bX,? or X\b", masked_question(question, options), flags=re.IGNORECASE) is not None
+            kind = "verify" if first in AUXILIARIES and not asks_which and not either else "choice"
             how["kind"] = f"{'asks whether' if kind == 'verify' else 'asks which'}, by an order ({word!r})"
             how["order"] = f"{word!r} asks for the {order}"
         else:
