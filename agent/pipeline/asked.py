@@ -80,7 +80,7 @@ from ..index.base import FactTree
 from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
 from ..web.keywords import STOP_WORDS, extract_keywords
-from .grounding import holds_answer, without_possessives
+from .grounding import holds_answer
 from .plan import AUXILIARIES
 from .values import answer_type_fits, parse_date, parse_number
 
@@ -818,10 +818,8 @@ def _at(check: AskedCheck, fact: int) -> AskedCheck:
 def _through(question: str, fact: str, triple: tuple[str, str, str] | None) -> tuple[str, str] | None:
     """(noun, name) when ``question`` asks through a relative or role of a name ``fact`` is about
     (:func:`asks_through`)."""
-    # A statement's possessive is not part of the name it follows ("X of Russia's husband" names
-    # X of Russia).
-    holder = triple[0] if triple is not None else without_possessives(fact)
-    names = [triple[0]] if triple is not None else _question_names_in(question, holder)
+    names = [triple[0]] if triple is not None else _question_names_in(question, fact)
+    holder = triple[0] if triple is not None else fact
     for name in names:
         whole = _as_far_as_held(question, name, holder)
         noun = asks_through(question, whole)

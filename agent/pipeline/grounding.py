@@ -200,11 +200,6 @@ def connected_prefix(question: str, facts: Sequence[str]) -> int:
     return n
 
 
-def without_possessives(text: str) -> str:
-    """``text`` with each possessive "'s" dropped: "Russia's husband" names Russia."""
-    return _POSSESSIVE.sub(r"\1", text)
-
-
 def holds_answer(fact: str, answer: str) -> bool:
     """Whether ``answer``, normalized, is in ``fact`` word for word."""
     return _contains(_fact_words(fact), normalize_answer(clean_answer(answer)).split())
