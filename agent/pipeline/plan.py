@@ -82,6 +82,9 @@ AUXILIARIES = frozenset({"is", "was", "are", "were", "did", "does", "do", "has",
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 # Words that introduce a noun naming someone or something an option leads to.
 _DETERMINERS = frozenset({"the", "whose", "their", "its", "his", "her"})
+# Two options offered as alternatives, in a question with its names as "X".
+_EITHER = re.compile(r"\bX,? or X\b", re.IGNORECASE)
+_BETWEEN = re.compile(r"\b(?:of|between) X,? and X\b", re.IGNORECASE)
 # An order word that is not a comparison: "the first director of", "first name", "more about".
 _NOT_ORDER_AFTER = frozenset({"name", "names", "time", "about"})
 
@@ -234,8 +237,9 @@ class PlanReader:
         """The plan of ``question``; ``names``: the knowledge's names retrieved for it (triple
         subjects and objects, passage titles)."""
         options, found = find_options(question, names)
+        masked = masked_question(question, options)
         # An order word inside a name ("To Get to Heaven, First You Have to Die") asks nothing.
-        order, word = order_asked(masked_question(question, options))
+        order, word = order_asked(masked)
         words = question_words(question)
         first = words[0] if words else ""
         how: dict[str, str] = {}
@@ -246,7 +250,7 @@ class PlanReader:
         if order and (asks_which or first in AUXILIARIES):
             # "Was X or Y born first?" opens with an auxiliary verb but offers the two as
             # alternatives: it asks which, not whether.
-            either = re.search(r"\bX,? or X\b", masked_question(question, options), flags=re.IGNORECASE) is not None
+            either = _EITHER.search(masked) is not None
             kind = "verify" if first in AUXILIARIES and not asks_which and not either else "choice"
             how["kind"] = f"{'asks whether' if kind == 'verify' else 'asks which'}, by an order ({word!r})"
             how["order"] = f"{word!r} asks for the {order}"
@@ -331,7 +335,7 @@ def said_of_one(question: str, options: Sequence[str]) -> str:
     alternatives ("X or Y", "of X and Y", "between X and Y"), or the words are none, more than
     five, or hold another wh-word."""
     masked = masked_question(question, options)
-    if not re.search(r"\bX,? or X\b|\b(?:of|between) X,? and X\b", masked, flags=re.IGNORECASE):
+    if not _EITHER.search(masked) and not _BETWEEN.search(masked):
         return ""  # the two are not offered as alternatives ("the spouse of X's coach X")
     tokens = list(_WORD.finditer(masked))
     lower = [t.group(0).lower() for t in tokens]
