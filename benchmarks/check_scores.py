@@ -249,7 +249,7 @@ def _rule_verdicts(cases: list[dict], reader: str | None) -> list[bool]:
 
         loaded = load_model(reader)
         read = RelationReader(loaded.model, loaded.tokenizer)
-    checker = AskedChecker(RelationMatcher(Embedder(), default_relations(None), reader=read))
+    checker = AskedChecker(RelationMatcher(Embedder(), default_relations(None), reader=read), kind_reader(KINDS))
     out = []
     for case in tqdm(cases, desc="rule checks", unit="case"):
         # As the agent does (attempts.py): grounded in a connected chain first; a computed answer
@@ -263,6 +263,22 @@ def _rule_verdicts(cases: list[dict], reader: str | None) -> list[bool]:
         out.append(bool(checker.check(question, answer, facts, grounding.facts,
                                       held=lambda subject, facts=facts: _held(subject, facts)).passed))
     return out
+
+
+# The model that reads whether a role is a kind of the noun asked (:class:`KindReader`), as the
+# agent's own model does: the default preset unless ``--kinds`` says another ("none": no reader).
+KINDS = "qwen2.5-coder-0.5b"
+
+
+@functools.cache
+def kind_reader(model: str) -> Any:
+    if model == "none":
+        return None
+    from agent.models import load_model
+    from agent.pipeline.relation_reading import KindReader
+
+    loaded = load_model(model)
+    return KindReader(loaded.model, loaded.tokenizer)
 
 
 @functools.cache
@@ -393,10 +409,13 @@ def auc(cases: list[dict], values: list[float]) -> float | None:
 
 
 def main() -> int:
+    global KINDS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--verdict", default=None, help="also the few-shot yes/no verdict of this model")
     parser.add_argument("--floor", type=float, default=0.9, help="recall kept at least, of passing everything (dev)")
     parser.add_argument("--reader", default=None, help="the rule checks with this model reading relations")
+    parser.add_argument("--kinds", default=KINDS,
+                        help="the model reading whether a role is a kind of the noun asked, as the agent's own ('none': off)")
     parser.add_argument("--path", default=None, help="also the path this model reads as the check, where chains are triples")
     parser.add_argument("--ablate", action="store_true",
                         help="also the rule checks with each hand check turned off in turn (ABLATIONS)")
@@ -405,6 +424,7 @@ def main() -> int:
                         help="also score the test half (only to report: build and fit on dev alone)")
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "check_scores.json")
     args = parser.parse_args()
+    KINDS = args.kinds
     cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
     halves = ("dev", "test") if args.test else ("dev",)
     cases = [c for c in cases if c["half"] in halves]

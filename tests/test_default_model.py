@@ -227,6 +227,30 @@ def test_the_model_reads_a_relation_the_embeddings_miss_and_refuses_another(defa
         assert not plain.passed and read.by == "reading", (plain.how, read.how)
 
 
+# Written for this test (none in benchmarks/data/kinds*.tsv): "What <noun> is the <role> of X?"
+# asks the role when the role is a kind of the noun, and something the role has otherwise; the
+# default model reads which, and the answer check follows it. Its accuracy is measured, not
+# assumed here (benchmarks/kind_reading.py: about 8 pairs in 10).
+@pytest.mark.parametrize(("question", "facts", "answer", "passed"), [
+    ("What nationality is the conductor of the Tarnby Orchestra?",
+     ["The Tarnby Orchestra was founded in 1931 and is conducted by Oskar Lind."], "Oskar Lind", False),
+    ("What nationality was Ada Varga's father?",
+     ["Ada Varga (born 1950) is a Norvanian singer; her father was Pal Varga."], "Pal Varga", False),
+    ("What city is the capital of Norvania?", ["Tarnby is the capital of Norvania."], "Tarnby", True),
+])
+def test_the_model_reads_whether_a_role_is_what_is_asked_or_has_it(default_loaded, question, facts, answer, passed):
+    from agent.embeddings import Embedder
+    from agent.pipeline.asked import AskedChecker, RelationMatcher
+    from agent.pipeline.fact_agent import default_relations, shared_kinds
+
+    kinds = shared_kinds(default_loaded.model, default_loaded.tokenizer)
+    result = AskedChecker(RelationMatcher(Embedder(), default_relations(None)), kinds).check(
+        question, answer, facts, list(range(len(facts))))
+    assert result.passed is passed, result.how
+    if not passed:
+        assert result.by == "chain", result.how
+
+
 # Written for this test (not in benchmarks/data/paths.jsonl): the default model reads a question
 # into the relations it follows, each step one the knowledge holds from where the last one leads
 # (decoding constrained to them). Its accuracy is measured, not assumed here

@@ -44,7 +44,9 @@ here is written for one relation or one dataset's wording):
   refused all 5 such facts that passed before, and no right answer.
 - **A question asked through a relative or role** (:func:`asks_through`: "When was X's father
   born?", "Where was the director of film X born?") is not answered by a fact about X itself
-  alone: the chain must reach the one asked about.
+  alone: the chain must reach the one asked about. "What nationality is the director of X?" is
+  one, "What city is the capital of X?" is not: the local model reads whether the role is a
+  kind of the noun asked (:class:`~agent.pipeline.relation_reading.KindReader`).
 
 Removed, for no gain on the test half of ``benchmarks/check_scores.py``'s labelled cases: a
 statement that calls another thing by the noun asked ("members of what crime family?" not
@@ -465,15 +467,30 @@ def asks_a_named_thing(question: str) -> bool:
     return bool(m) and m.group(1).lower() in ("what", "which") and m.group(2).lower() in ("is", "was", "are", "were")
 
 
-def asks_through(question: str, name: str) -> str:
+def asks_through(question: str, name: str, kind_of: Callable[[str, str], bool] | None = None) -> str:
     """The noun through which ``question`` asks about ``name``'s relative or role, when it asks
     something further of it: "father" in "When was X's father born?", "director" in "Where
     was the director of film X born?" and "man" in "When did the man who directed X die?", not
     in "Who is X's father?" (the father is the answer).
-    "" when it asks of ``name`` itself."""
+    "" when it asks of ``name`` itself.
+
+    "What nationality is the director of film X?" and "What city is the capital of X?" are
+    written alike: the first asks a nationality the director has, the second asks the capital,
+    which is a city. ``kind_of(role, noun)`` (:class:`~agent.pipeline.relation_reading.KindReader`,
+    the local model) tells them apart: a role that is no kind of the noun the question opens
+    with is asked through. Without it, the role is read as the answer, as before."""
     masked = re.sub(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", "X", question, flags=re.IGNORECASE)
     words = re.findall(r"[^\W_]+(?:['’]s)?", masked.rstrip(" ?.!"))
     lower = [w.lower().replace("’", "'") for w in words]
+
+    def has_asked(role: str, at: int) -> bool:
+        # "What <noun> <is> <role phrase>" with the role phrase from ``at`` to the end (after
+        # the rest of a name cut at a comma, "Sir Ed Acton, 3rd Baronet's father"): the
+        # question's noun is something the role has, not what the role is.
+        return (kind_of is not None and len(lower) > 3 and lower[0] in ("what", "which") and lower[2] in _COPULAS
+                and at >= 3 and all(w[:1].isupper() or w[:1].isdigit() for w in words[3:at])
+                and lower[1] not in _PHRASE_ENDS | _COPULAS | AUXILIARIES and lower[1] not in ("the", "a", "an")
+                and not kind_of(role, lower[1]))
     # Read once for every "X" below (a name written hundreds of times is as many X's): where the
     # nearest word before each that ends a relative clause's search is, and where the first word
     # that may head a noun phrase is.
@@ -488,7 +505,7 @@ def asks_through(question: str, name: str) -> str:
                 # "What is X's record label?": the words after the noun end the question and
                 # continue its noun phrase: the whole phrase is asked, of X itself.
                 return ""
-            if after or before == "of":
+            if after or before == "of" or has_asked(noun, i):
                 return noun
         if word == "x" and i >= 3 and lower[i - 2] in ("who", "that", "which") and lower[i - 3] not in _PHRASE_ENDS \
                 and any(w not in _PHRASE_ENDS for w in itertools.islice(lower, i + 1, None)):
@@ -514,7 +531,8 @@ def asks_through(question: str, name: str) -> str:
                 # verb that is not "is" ("What movie stars A and the producer of X?": the movie
                 # is asked; "Who is the producer of X?": the producer is the answer).
                 if i + 1 < len(lower) or (j >= 3 and lower[j - 2] == "the"
-                                     and (lower[j - 3] == "of" or lower[j - 3] not in _COPULAS | _ASKING)):
+                                     and (lower[j - 3] == "of" or lower[j - 3] not in _COPULAS | _ASKING
+                                          or i + 1 == len(lower) and has_asked(noun, j - 2))):
                     if noun not in ("name", "date", "place", "year", "part", "one"):
                         return noun
     return ""
@@ -560,13 +578,13 @@ def _relative_head(lower: Sequence[str], stop: int, first_plain: int) -> str:
     return lower[k] if first_plain < k - 1 else ""
 
 
-def asked_through(question: str) -> tuple[str, str]:
+def asked_through(question: str, kind_of: Callable[[str, str], bool] | None = None) -> tuple[str, str]:
     """The first name ``question`` gives that it asks through a relative or role, and that
-    noun (:func:`asks_through`): ("Lamp Street", "director") for "Who is the spouse of the
-    director of film Lamp Street?"; ("", "") when it asks of what it names."""
+    noun (:func:`asks_through`, ``kind_of`` as there): ("Lamp Street", "director") for "Who is
+    the spouse of the director of film Lamp Street?"; ("", "") when it asks of what it names."""
     for name in _question_names(question):
         name = re.sub(r"['’]s$", "", name)  # "Ada Quint's father": the name is Ada Quint
-        noun = re.sub(r"['’]s$", "", asks_through(question, name))
+        noun = re.sub(r"['’]s$", "", asks_through(question, name, kind_of))
         if noun:
             return name, noun
     return "", ""
@@ -732,10 +750,12 @@ class AskedChecker:
 
     ``matcher`` (None: every answer passes, nothing to check with, and the check says so)
     judges triples; statements are judged with the same embedder (:class:`StatementMatcher`).
+    ``kinds``: whether a role is a kind of the noun a question asks (:func:`asks_through`).
     """
 
-    def __init__(self, matcher: RelationMatcher | None = None) -> None:
-        self.matcher = matcher
+    def __init__(self, matcher: RelationMatcher | None = None,
+                 kinds: Callable[[str, str], bool] | None = None) -> None:
+        self.matcher, self.kinds = matcher, kinds
         self.statements = StatementMatcher(matcher) if matcher is not None else None
 
     def check(self, question: str, answer: str, stated: Sequence[str], chain: Sequence[int],
@@ -774,7 +794,7 @@ class AskedChecker:
         triple = parse_triple(stated[i])
         # The facts before this one that it rests on: the chain up to it.
         path = [j for j in chain if j <= i]
-        through = _through(question, stated[i], triple)
+        through = _through(question, stated[i], triple, self.kinds)
         if through and len(path) == 1:
             noun, name = through
             return AskedCheck(False, i, name, noun, "chain", 0.0,
@@ -784,7 +804,7 @@ class AskedChecker:
         # role the chain went through, the question asked of whom it reached ("the spouse of
         # the director of film X" of a fact about the director: "the spouse of <director>").
         asked = asked_clause(question)
-        named, noun = asked_through(question)
+        named, noun = asked_through(question, self.kinds)
         # A statement's first name, and its first that is not the answer (read once each).
         first = _first_name(stated[i]) if triple is None else ""
         other = (_first_name(stated[i], answer) if first else "") if triple is None else ""
@@ -815,23 +835,24 @@ def _at(check: AskedCheck, fact: int) -> AskedCheck:
     return AskedCheck(check.passed, fact, check.says, check.asks, check.by, check.score, check.how)
 
 
-def _through(question: str, fact: str, triple: tuple[str, str, str] | None) -> tuple[str, str] | None:
+def _through(question: str, fact: str, triple: tuple[str, str, str] | None,
+             kinds: Callable[[str, str], bool] | None = None) -> tuple[str, str] | None:
     """(noun, name) when ``question`` asks through a relative or role of a name ``fact`` is about
     (:func:`asks_through`)."""
     names = [triple[0]] if triple is not None else _question_names_in(question, fact)
     holder = triple[0] if triple is not None else fact
     for name in names:
         whole = _as_far_as_held(question, name, holder)
-        noun = asks_through(question, whole)
+        noun = asks_through(question, whole, kinds)
         if noun:
             return noun, whole
     # The name as the question writes it ("Jára Cimrman Lying, Sleeping": its keyword drops the
     # comma, and the question does not hold that form), as far as the fact holds it ("The City"
     # is "The City of the Sun" in a fact of that title: nothing is asked through it).
-    named, noun = asked_through(question)
+    named, noun = asked_through(question, kinds)
     if noun and holds_answer(holder, named):
         whole = _as_far_as_held(question, named, holder)
-        noun = asks_through(question, whole) if whole != named else noun
+        noun = asks_through(question, whole, kinds) if whole != named else noun
         if noun:
             return re.sub(r"['’]s$", "", noun), whole
     return None

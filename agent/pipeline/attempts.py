@@ -181,7 +181,7 @@ class GenerationAttempts:
         question, checked with its object as the answer (``named``: those checks when already
         made for ``record``). The relation and the facts; none when the check failed otherwise,
         passed, or the index holds no such fact."""
-        if not self.checks or asked_through(question)[1]:
+        if not self.checks or asked_through(question, self.checker.kinds)[1]:
             return "", []
         facts = [f["text"] for f in record["facts"]]
         if named is None:
@@ -207,7 +207,7 @@ class GenerationAttempts:
         if not hops:
             return []
         entity, texts = hops[0]  # the role's holder: the first hop of the lead
-        asked = ask_past(question, *asked_through(question), entity)
+        asked = ask_past(question, *asked_through(question, self.checker.kinds if self.checks else None), entity)
         return closest(getattr(chain.web, "embedder", None), asked, texts, LEAD_MARGIN, LEAD_CHOICES)
 
     def _record(self, number: int, tree: str, part: ReplyPart, reply: Reply, chain: ChainingTree | None,

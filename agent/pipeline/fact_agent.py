@@ -71,7 +71,7 @@ from ..web.subqueries import write_subqueries
 from .agent_options import AgentOptions
 from .attempts import GenerationAttempts, emit, since
 from .asked import AskedChecker, RelationLabels, RelationMatcher, asked_through
-from .relation_reading import RelationReader
+from .relation_reading import KindReader, RelationReader
 from .chaining import ChainingTree, role_lead
 from .conversation import Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
 from .grounding import DONT_KNOW, clean_answer, knows
@@ -249,8 +249,13 @@ class FactAgent:
         return self._part("matcher", build)
 
     @property
+    def kinds(self) -> KindReader | None:
+        """Whether a role is a kind of the noun a question asks (the local model; :func:`asks_through`)."""
+        return self._part("kinds", lambda: shared_kinds(self.generator.model, self.generator.tokenizer))
+
+    @property
     def checker(self) -> AskedChecker:
-        return self._part("checker", lambda: AskedChecker(self.matcher))
+        return self._part("checker", lambda: AskedChecker(self.matcher, self.kinds))
 
     @property
     def attempts(self) -> GenerationAttempts:
@@ -472,7 +477,7 @@ class FactAgent:
             emit({"event": "step", "step": record})
             return {"attempts": state["attempts"] + [record], "steps": [record]}
         t = time.perf_counter()
-        through = asked_through(state["question"])
+        through = asked_through(state["question"], self.kinds)
         chain = ChainingTree(chosen, self.generator.tokenizer, self.web if self.options.max_hops else None,
                              state["question"], max_hops=self.options.max_hops, k=self.options.hop_k,
                              max_facts=self.options.max_tree_facts, through=through)
@@ -574,13 +579,24 @@ def shared_embedder() -> Any:
 def shared_reader(model: Any, tokenizer: Any) -> RelationReader | None:
     """One :class:`RelationReader` per model (its examples' key/value cache kept), None for a
     model that is not a transformers causal LM."""
-    key = ("reader", id(model))
+    return _per_model("reader", RelationReader.of, model, tokenizer)
+
+
+def shared_kinds(model: Any, tokenizer: Any) -> KindReader | None:
+    """One :class:`KindReader` per model (its readings kept), None for a model that is not a
+    transformers causal LM."""
+    return _per_model("kinds", KindReader.of, model, tokenizer)
+
+
+def _per_model(kind: str, make: Callable[[Any, Any], Any], model: Any, tokenizer: Any) -> Any:
+    """One reader of ``kind`` per model (the last two models' kept)."""
+    key = (kind, id(model))
     with _SHARED_LOCK:
         entry = _SHARED.get(key)
         if entry is None or entry[0] is not model:
-            entry = (model, RelationReader.of(model, tokenizer))
+            entry = (model, make(model, tokenizer))
             _SHARED[key] = entry
-            for old in [k for k in _SHARED if k[0] == "reader"][:-2]:
+            for old in [k for k in _SHARED if k[0] == kind][:-2]:
                 del _SHARED[old]
         return entry[1]
 
