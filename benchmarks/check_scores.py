@@ -219,12 +219,14 @@ ABLATIONS: dict[str, tuple[str, Callable[[Any], None]]] = {
 }
 
 
-def rule_verdicts(cases: list[dict], reader: str | None = None, without: str | None = None) -> list[bool]:
-    """The rule checks' verdicts (``without``: one of :data:`ABLATIONS` turned off)."""
+def rule_verdicts(cases: list[dict], reader: str | None = None, without: str | None = None,
+                  kinds: str = "qwen2.5-coder-0.5b") -> list[bool]:
+    """The rule checks' verdicts (``without``: one of :data:`ABLATIONS` turned off; ``kinds``: the
+    model reading whether a role is a kind of the noun asked, as the agent's own, "none": off)."""
     with ExitStack() as stack:
         if without:
             ABLATIONS[without][1](stack)
-        return _rule_verdicts(cases, reader)
+        return _rule_verdicts(cases, reader, kinds)
 
 
 def _held(subject: str, facts: list[str]) -> list[str]:
@@ -236,7 +238,7 @@ def _held(subject: str, facts: list[str]) -> list[str]:
     return list(dict.fromkeys([*sorted(held_relations().after(subject)(())), *stated]))
 
 
-def _rule_verdicts(cases: list[dict], reader: str | None) -> list[bool]:
+def _rule_verdicts(cases: list[dict], reader: str | None, kinds: str) -> list[bool]:
     from agent.embeddings import Embedder
     from agent.pipeline.asked import AskedChecker, RelationMatcher
     from agent.pipeline.fact_agent import default_relations
@@ -249,7 +251,7 @@ def _rule_verdicts(cases: list[dict], reader: str | None) -> list[bool]:
 
         loaded = load_model(reader)
         read = RelationReader(loaded.model, loaded.tokenizer)
-    checker = AskedChecker(RelationMatcher(Embedder(), default_relations(None), reader=read), kind_reader(KINDS))
+    checker = AskedChecker(RelationMatcher(Embedder(), default_relations(None), reader=read), kind_reader(kinds))
     out = []
     for case in tqdm(cases, desc="rule checks", unit="case"):
         # As the agent does (attempts.py): grounded in a connected chain first; a computed answer
@@ -265,13 +267,9 @@ def _rule_verdicts(cases: list[dict], reader: str | None) -> list[bool]:
     return out
 
 
-# The model that reads whether a role is a kind of the noun asked (:class:`KindReader`), as the
-# agent's own model does: the default preset unless ``--kinds`` says another ("none": no reader).
-KINDS = "qwen2.5-coder-0.5b"
-
-
 @functools.cache
 def kind_reader(model: str) -> Any:
+    """The :class:`KindReader` of ``model`` (loaded once), None for "none"."""
     if model == "none":
         return None
     from agent.models import load_model
@@ -409,12 +407,11 @@ def auc(cases: list[dict], values: list[float]) -> float | None:
 
 
 def main() -> int:
-    global KINDS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--verdict", default=None, help="also the few-shot yes/no verdict of this model")
     parser.add_argument("--floor", type=float, default=0.9, help="recall kept at least, of passing everything (dev)")
     parser.add_argument("--reader", default=None, help="the rule checks with this model reading relations")
-    parser.add_argument("--kinds", default=KINDS,
+    parser.add_argument("--kinds", default="qwen2.5-coder-0.5b",
                         help="the model reading whether a role is a kind of the noun asked, as the agent's own ('none': off)")
     parser.add_argument("--path", default=None, help="also the path this model reads as the check, where chains are triples")
     parser.add_argument("--ablate", action="store_true",
@@ -424,7 +421,6 @@ def main() -> int:
                         help="also score the test half (only to report: build and fit on dev alone)")
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "check_scores.json")
     args = parser.parse_args()
-    KINDS = args.kinds
     cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
     halves = ("dev", "test") if args.test else ("dev",)
     cases = [c for c in cases if c["half"] in halves]
@@ -440,13 +436,13 @@ def main() -> int:
     for field_, reader in {"rules": None, rules: args.reader}.items():
         todo = [c for c in cases if args.rules_again or field_ not in saved.get(key(c), {})]
         if todo:
-            for c, v in zip(todo, rule_verdicts(todo, reader)):
+            for c, v in zip(todo, rule_verdicts(todo, reader, kinds=args.kinds)):
                 saved.setdefault(key(c), {"key": key(c)})[field_] = v
     for name in ABLATIONS if args.ablate else ():
         todo = [c for c in cases if args.rules_again or f"without/{name}" not in saved.get(key(c), {})]
         if todo:
             print(f"without {name}: {ABLATIONS[name][0]}", file=sys.stderr)
-            for c, v in zip(todo, rule_verdicts(todo, None, name)):
+            for c, v in zip(todo, rule_verdicts(todo, None, name, args.kinds)):
                 saved.setdefault(key(c), {"key": key(c)})[f"without/{name}"] = v
     if args.path:
         todo = [c for c in cases if f"path/{args.path}" not in saved.get(key(c), {})]
