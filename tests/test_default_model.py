@@ -228,15 +228,20 @@ def test_the_model_reads_a_relation_the_embeddings_miss_and_refuses_another(defa
 
 
 # Written for this test (none in benchmarks/data/kinds*.tsv): "What <noun> is the <role> of X?"
-# asks the role when the role is a kind of the noun, and something the role has otherwise; the
-# default model reads which, and the answer check follows it. Its accuracy is measured, not
-# assumed here (benchmarks/kind_reading.py: about 8 pairs in 10).
+# ("Where is the <role> of X ...?": a place) asks the role when the role is a kind of the noun,
+# and something the role has otherwise; the default model reads which, and the answer check
+# follows it. Its accuracy is measured, not assumed here (benchmarks/kind_reading.py: about 8 pairs in 10).
 @pytest.mark.parametrize(("question", "facts", "answer", "passed"), [
     ("What nationality is the conductor of the Tarnby Orchestra?",
      ["The Tarnby Orchestra was founded in 1931 and is conducted by Oskar Lind."], "Oskar Lind", False),
     ("What nationality was Ada Varga's father?",
      ["Ada Varga (born 1950) is a Norvanian singer; her father was Pal Varga."], "Pal Varga", False),
     ("What city is the capital of Norvania?", ["Tarnby is the capital of Norvania."], "Tarnby", True),
+    # "where" asks a place: the headquarters is one, a director is not
+    ("Where is the headquarter of Tarnby Works located?",
+     ["Tarnby Works is a maker of boats headquartered in Oskarsund."], "Oskarsund", True),
+    ("Where was the director of film Lamp Street born?", ["Lamp Street is a 1950 film shot in Oskarsund."],
+     "Oskarsund", False),
 ])
 def test_the_model_reads_whether_a_role_is_what_is_asked_or_has_it(default_loaded, question, facts, answer, passed):
     from agent.embeddings import Embedder

@@ -46,7 +46,10 @@ here is written for one relation or one dataset's wording):
   born?", "Where was the director of film X born?") is not answered by a fact about X itself
   alone: the chain must reach the one asked about. "What nationality is the director of X?" is
   one, "What city is the capital of X?" is not: the local model reads whether the role is a
-  kind of the noun asked (:class:`~agent.pipeline.relation_reading.KindReader`).
+  kind of the noun asked (:class:`~agent.pipeline.relation_reading.KindReader`). After "where",
+  whether the role is a place or a person or organization: "Where is the headquarters of X
+  located?" asks the headquarters, "Where was the director of film X born?" the director's
+  birthplace.
 
 Removed, for no gain on the test half of ``benchmarks/check_scores.py``'s labelled cases: a
 statement that calls another thing by the noun asked ("members of what crime family?" not
@@ -478,10 +481,20 @@ def asks_through(question: str, name: str, kind_of: Callable[[str, str], bool] |
     written alike: the first asks a nationality the director has, the second asks the capital,
     which is a city. ``kind_of(role, noun)`` (:class:`~agent.pipeline.relation_reading.KindReader`,
     the local model) tells them apart: a role that is no kind of the noun the question opens
-    with is asked through. Without it, the role is read as the answer, as before."""
+    with is asked through. Without it, the role is read as the answer, as before. After "where",
+    words after the role do not make it asked through when the reader reads the role as a place
+    (``kind_of.is_place``, not a person or an organization): "Where is the headquarters of X
+    located?" asks the headquarters, "Where was the director of X born?" the director's
+    birthplace."""
     masked = re.sub(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", "X", question, flags=re.IGNORECASE)
     words = re.findall(r"[^\W_]+(?:['’]s)?", masked.rstrip(" ?.!"))
     lower = [w.lower().replace("’", "'") for w in words]
+    is_place = getattr(kind_of, "is_place", None) if lower[:1] == ["where"] else None
+
+    def is_asked(role: str) -> bool:
+        # "Where is the headquarters of X located?": the headquarters is the place asked, not
+        # someone asked further of ("Where was the director of X born?").
+        return is_place is not None and is_place(role)
 
     def has_asked(role: str, at: int) -> bool:
         # "What <noun> <is> <role phrase>" with the role phrase from ``at`` to the end (after
@@ -505,7 +518,7 @@ def asks_through(question: str, name: str, kind_of: Callable[[str, str], bool] |
                 # "What is X's record label?": the words after the noun end the question and
                 # continue its noun phrase: the whole phrase is asked, of X itself.
                 return ""
-            if after or before == "of" or has_asked(noun, i):
+            if (after and not is_asked(noun)) or before == "of" or has_asked(noun, i):
                 return noun
         if word == "x" and i >= 3 and lower[i - 2] in ("who", "that", "which") and lower[i - 3] not in _PHRASE_ENDS \
                 and any(w not in _PHRASE_ENDS for w in itertools.islice(lower, i + 1, None)):
@@ -530,7 +543,7 @@ def asks_through(question: str, name: str, kind_of: Callable[[str, str], bool] |
                 # Something asked after it, "of the N of X", or "the N of X" as the object of a
                 # verb that is not "is" ("What movie stars A and the producer of X?": the movie
                 # is asked; "Who is the producer of X?": the producer is the answer).
-                if i + 1 < len(lower) or (j >= 3 and lower[j - 2] == "the"
+                if (i + 1 < len(lower) and not is_asked(noun)) or (j >= 3 and lower[j - 2] == "the"
                                      and (lower[j - 3] == "of" or lower[j - 3] not in _COPULAS | _ASKING
                                           or i + 1 == len(lower) and has_asked(noun, j - 2))):
                     if noun not in ("name", "date", "place", "year", "part", "one"):

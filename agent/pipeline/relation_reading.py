@@ -53,6 +53,7 @@ from .plan import masked_question
 RELATION_PROMPT = "check/relation.txt"
 PATH_PROMPT = "plan/path.txt"
 KIND_PROMPT = "check/kind.txt"
+PLACE_PROMPT = "check/place.txt"
 # The longest chain a path may be (steps); a question naming more relations is read to this many.
 MAX_STEPS = 3
 
@@ -180,6 +181,7 @@ class KindReader:
     def __init__(self, model: Any, tokenizer: Any) -> None:
         self.model, self.tokenizer = model, tokenizer
         self._is, self._has = (Template(line) for line in read_prompt(KIND_PROMPT).splitlines() if line.strip())
+        self._place = [Template(line) for line in read_prompt(PLACE_PROMPT).splitlines() if line.strip()]
         self._lock = threading.Lock()
         self._known: dict[tuple[str, str], bool] = {}
         self._device = getattr(model, "device", torch.device("cpu"))
@@ -200,6 +202,23 @@ class KindReader:
                 is_a, has = self._logprobs([self._is.substitute(role=role, noun=f"{article} {noun}"),
                                             self._has.substitute(role=role, noun=f"{article} {noun}")])
                 self._known[key] = is_a > has
+            return self._known[key]
+
+    def is_place(self, role: str) -> bool:
+        """Whether the model reads ``role`` as a place rather than a person or an organization
+        (``prompts/check/place.txt``: "A headquarters is a place." against "... a person." and
+        "... an organization."): the place "where" asks for ("Where is the headquarters of X
+        located?"), not someone who has one ("Where was the director of X born?")."""
+        role = " ".join(role.lower().split())
+        if not role:
+            return False
+        key = (role, "")
+        with self._lock:
+            if key not in self._known:
+                article = "An" if role[0] in "aeiou" else "A"
+                place, *others = self._logprobs([t.substitute(role=role).replace("A ", f"{article} ", 1)
+                                                 for t in self._place])
+                self._known[key] = place > max(others)
             return self._known[key]
 
     def _logprobs(self, texts: Sequence[str]) -> list[float]:
