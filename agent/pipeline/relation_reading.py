@@ -176,6 +176,11 @@ class KindReader:
     sequel, a publisher); 28 of 34 written after that choice (``kinds-test.tsv``), where 3 kinds
     were read as had (distributor / company, manufacturer / company, venue / stadium: a right
     answer withheld) and 3 the other way (today's reading kept).
+
+    ``is_place(role)``: whether a role after "where" is the place asked ("Where is the
+    headquarters of X located?") rather than a person or an organization that has one; measured
+    by the same benchmark: 50 of 54 roles on which its sentences were chosen, 50 of 51 written
+    before any reading (``kinds-place*.tsv``), every miss a place read as not one.
     """
 
     def __init__(self, model: Any, tokenizer: Any) -> None:
@@ -184,6 +189,7 @@ class KindReader:
         self._place = [Template(line) for line in read_prompt(PLACE_PROMPT).splitlines() if line.strip()]
         self._lock = threading.Lock()
         self._known: dict[tuple[str, str], bool] = {}
+        self._places: dict[str, bool] = {}
         self._device = getattr(model, "device", torch.device("cpu"))
 
     @classmethod
@@ -212,14 +218,12 @@ class KindReader:
         role = " ".join(role.lower().split())
         if not role:
             return False
-        key = (role, "")
         with self._lock:
-            if key not in self._known:
+            if role not in self._places:
                 article = "An" if role[0] in "aeiou" else "A"
-                place, *others = self._logprobs([t.substitute(role=role).replace("A ", f"{article} ", 1)
-                                                 for t in self._place])
-                self._known[key] = place > max(others)
-            return self._known[key]
+                place, *others = self._logprobs([t.substitute(article=article, role=role) for t in self._place])
+                self._places[role] = place > max(others)
+            return self._places[role]
 
     def _logprobs(self, texts: Sequence[str]) -> list[float]:
         """The sum of each text's token log-probabilities after its first token."""
