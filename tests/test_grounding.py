@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.pipeline.grounding import answer_values, clean_answer, ground, knows
+from agent.pipeline.grounding import answer_values, clean_answer, ground, holds_answer, knows
 
 EDITH = "What is the official language of the country Edith Frank-Holländer is a citizen of?"
 CITIZEN = "<Edith Frank-Holländer> <country of citizenship> <Germany> ."
@@ -376,3 +376,12 @@ def test_a_computed_answer_is_of_the_type_asked():
     assert ground("How many years after its settlement did Varno Island join the Calder Union?", "18",
                   facts).grounded
     assert ground("When did Varno Island join the Calder Union?", "1820", facts).grounded
+
+
+def test_a_name_written_with_a_possessive_is_held_by_the_fact():
+    """"Bo Holt's son" names Bo Holt (normalized alone, "holts" hid him); a title with its own
+    possessive is still held as written. Written for this test."""
+    assert holds_answer("Bo Holt's son was born in Oslo.", "Bo Holt")
+    assert holds_answer("Bo Holt’s son was born in Oslo.", "Bo Holt")
+    assert holds_answer("Ada's Tide is a 1961 film.", "Ada's Tide")
+    assert not holds_answer("Bo Holt's son was born in Oslo.", "Bo Holten")

@@ -486,7 +486,9 @@ def asks_through(question: str, name: str, kind_of: Callable[[str, str], bool] |
     (``kind_of.is_place``, not a person or an organization): "Where is the headquarters of X
     located?" asks the headquarters, "Where was the director of X born?" the director's
     birthplace."""
-    masked = re.sub(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", "X", question, flags=re.IGNORECASE)
+    # A title's qualifier after the name is the name's ("Cristina Rodríguez (Noble)'s father").
+    masked = re.sub(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])(?:\s*\([^()]*\))?", "X", question,
+                    flags=re.IGNORECASE)
     words = re.findall(r"[^\W_]+(?:['’]s)?", masked.rstrip(" ?.!"))
     lower = [w.lower().replace("’", "'") for w in words]
     is_place = getattr(kind_of, "is_place", None) if lower[:1] == ["where"] else None
@@ -872,7 +874,9 @@ def _through(question: str, fact: str, triple: tuple[str, str, str] | None,
 
 
 def _as_far_as_held(question: str, name: str, fact: str) -> str:
-    """``name`` in ``question`` with the words after it, as long as ``fact`` holds them all."""
+    """``name`` in ``question`` with the words after it, as long as ``fact`` holds them all; a
+    possessive it ends with is not part of it ("X's father" held as "X's husband": the name is X,
+    as :func:`asked_through` reads it)."""
     m = re.search(re.escape(name), question, flags=re.IGNORECASE)
     if m is None:
         return name
@@ -882,7 +886,7 @@ def _as_far_as_held(question: str, name: str, fact: str) -> str:
         if not holds_answer(fact, question[m.start():stop]):
             break
         end = stop
-    return question[m.start():end].rstrip("?.!,;:")
+    return re.sub(r"['’]s$", "", question[m.start():end].rstrip("?.!,;:"))
 
 
 def _question_names_in(question: str, fact: str) -> list[str]:
