@@ -448,6 +448,9 @@ def test_an_answer_that_is_the_thing_a_relative_clause_describes_is_withheld(mat
     ("When was Ada Quint's father born?", "Bo Quint", "When was Bo Quint born?"),
     ("Where did the director of film Reverse Tide (Film) study?", "Ola Brun", "Where did Ola Brun study?"),
     ("When did the man who directed Harbour Lights die?", "Oskar Lind", "When did Oskar Lind die?"),
+    # a name with its title after a comma is one name ("Sir Edward Acton, 3Rd Baronet's father")
+    ("When did Sir Ola Quint, 3rd Baronet's father die?", "Bo Quint", "When did Bo Quint die?"),
+    ("Where was Ada Quint, Duchess Of Tarnow's mother born?", "Eva Lind", "Where was Eva Lind born?"),
 ])
 def test_a_question_through_a_role_is_asked_again_of_whom_it_reached(question, holder, asked):
     from agent.pipeline.asked import ask_past

@@ -601,8 +601,28 @@ def asked_through(question: str, kind_of: Callable[[str, str], bool] | None = No
         name = re.sub(r"['’]s$", "", name)  # "Ada Quint's father": the name is Ada Quint
         noun = re.sub(r"['’]s$", "", asks_through(question, name, kind_of))
         if noun:
-            return name, noun
+            return _titled(question, name), noun
     return "", ""
+
+
+def _titled(question: str, name: str) -> str:
+    """``name`` with the name it is the title of, written before it after a comma ("Sir Ed
+    Acton, 3rd Baronet's father": the name is "Sir Ed Acton, 3rd Baronet", not "Baronet"): a run
+    of capitalised words, then ", ", then capitalised words or numbers up to ``name``."""
+    at = question.find(name)
+    if at < 0:
+        return name
+    before = question[:at].split()
+    i = len(before)
+    while i and before[i - 1][:1].isupper() | before[i - 1][:1].isdigit() and not before[i - 1].endswith(","):
+        i -= 1
+    j = i
+    while j and before[j - 1][:1].isupper() and before[j - 1].lower().strip(",") not in _ASKING | AUXILIARIES \
+            and (j == i or not before[j - 1].endswith(",")):
+        j -= 1
+    if j == i or not before[i - 1].endswith(","):
+        return name
+    return " ".join([*before[j:], name])
 
 
 def ask_past(question: str, named: str, noun: str, holder: str) -> str:
