@@ -461,6 +461,12 @@ def near_answer(statement: str, answer: str, before: int = NEAR_BEFORE, after: i
 _FIRST_WH = re.compile(r"\b(what|which|who|whom|whose|where|when|how|why)\s+([^\W_]+)", re.IGNORECASE)
 
 
+# A title's qualifier after a name in a question ("Reverse (Film)", "Cristina Rodríguez
+# (Noble)'s father"): part of the name. A possessive a name ends with ("Ada Quint's"): not.
+_QUALIFIED = r"(?:\s*\([^()]*\))?"
+_POSSESSIVE_END = re.compile(r"['’]s$")
+
+
 def asks_a_named_thing(question: str) -> bool:
     """Whether ``question`` names what it asks after its first wh-word and a form of "be" ("What
     is the population of X?"): then the relation it asks decides the answer's type. After "what
@@ -486,9 +492,7 @@ def asks_through(question: str, name: str, kind_of: Callable[[str, str], bool] |
     (``kind_of.is_place``, not a person or an organization): "Where is the headquarters of X
     located?" asks the headquarters, "Where was the director of X born?" the director's
     birthplace."""
-    # A title's qualifier after the name is the name's ("Cristina Rodríguez (Noble)'s father").
-    masked = re.sub(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])(?:\s*\([^()]*\))?", "X", question,
-                    flags=re.IGNORECASE)
+    masked = re.sub(rf"(?<![^\W_]){re.escape(name)}(?![^\W_]){_QUALIFIED}", "X", question, flags=re.IGNORECASE)
     words = re.findall(r"[^\W_]+(?:['’]s)?", masked.rstrip(" ?.!"))
     lower = [w.lower().replace("’", "'") for w in words]
     is_place = getattr(kind_of, "is_place", None) if lower[:1] == ["where"] else None
@@ -598,8 +602,8 @@ def asked_through(question: str, kind_of: Callable[[str, str], bool] | None = No
     noun (:func:`asks_through`, ``kind_of`` as there): ("Lamp Street", "director") for "Who is
     the spouse of the director of film Lamp Street?"; ("", "") when it asks of what it names."""
     for name in _question_names(question):
-        name = re.sub(r"['’]s$", "", name)  # "Ada Quint's father": the name is Ada Quint
-        noun = re.sub(r"['’]s$", "", asks_through(question, name, kind_of))
+        name = _POSSESSIVE_END.sub("", name)  # "Ada Quint's father": the name is Ada Quint
+        noun = _POSSESSIVE_END.sub("", asks_through(question, name, kind_of))
         if noun:
             return _titled(question, name), noun
     return "", ""
@@ -614,7 +618,7 @@ def _titled(question: str, name: str) -> str:
         return name
     before = question[:at].split()
     i = len(before)
-    while i and before[i - 1][:1].isupper() | before[i - 1][:1].isdigit() and not before[i - 1].endswith(","):
+    while i and (before[i - 1][:1].isupper() or before[i - 1][:1].isdigit()) and not before[i - 1].endswith(","):
         i -= 1
     j = i
     while j and before[j - 1][:1].isupper() and before[j - 1].lower().strip(",") not in _ASKING | AUXILIARIES \
@@ -632,8 +636,7 @@ def ask_past(question: str, named: str, noun: str, holder: str) -> str:
     -> "When was Bo Quint born?". What a fact about the holder must say. ``question`` itself
     when the two are not found in it."""
     # The name with a title's qualifier ("Reverse (Film)") and a possessive.
-    name = re.search(rf"(?<![^\W_]){re.escape(named)}(?:\s*\([^()]*\))?(?:['’]s)?(?![^\W_])", question,
-                     flags=re.IGNORECASE)
+    name = re.search(rf"(?<![^\W_]){re.escape(named)}{_QUALIFIED}(?:['’]s)?(?![^\W_])", question, flags=re.IGNORECASE)
     role = re.search(rf"\b{re.escape(noun)}\b", question, flags=re.IGNORECASE)
     if name is None or role is None:
         return question
@@ -889,7 +892,7 @@ def _through(question: str, fact: str, triple: tuple[str, str, str] | None,
         whole = _as_far_as_held(question, named, holder)
         noun = asks_through(question, whole, kinds) if whole != named else noun
         if noun:
-            return re.sub(r"['’]s$", "", noun), whole
+            return _POSSESSIVE_END.sub("", noun), whole
     return None
 
 
@@ -906,7 +909,7 @@ def _as_far_as_held(question: str, name: str, fact: str) -> str:
         if not holds_answer(fact, question[m.start():stop]):
             break
         end = stop
-    return re.sub(r"['’]s$", "", question[m.start():end].rstrip("?.!,;:"))
+    return _POSSESSIVE_END.sub("", question[m.start():end].rstrip("?.!,;:"))
 
 
 def _question_names_in(question: str, fact: str) -> list[str]:

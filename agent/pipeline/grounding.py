@@ -204,8 +204,9 @@ def holds_answer(fact: str, answer: str) -> bool:
     """Whether ``answer``, normalized, is in ``fact`` word for word; a name the fact writes with a
     possessive is in it ("Bo Holt's son" holds Bo Holt: normalized, "holts" would hide it)."""
     words = normalize_answer(clean_answer(answer)).split()
-    return _contains(_fact_words(fact), words) or ("'" in fact or "’" in fact) and \
-        _contains(_fact_words(_POSSESSIVE.sub(r"\1", fact)), words)
+    if _contains(_fact_words(fact), words):
+        return True
+    return ("'" in fact or "’" in fact) and _contains(_fact_words(_POSSESSIVE.sub(r"\1", fact)), words)
 
 
 def answer_values(facts: Sequence[str]) -> list[str]:
