@@ -197,3 +197,39 @@ def test_the_golden_questions_hold_on_the_engine(llama_generator):
 
     wrong = golden_lost(llama_generator, DATA / "golden_questions_llama.txt")
     assert not wrong, f"{len(wrong)} golden questions lost on llama.cpp:\n" + "\n".join(wrong)
+
+
+# Run in a child process that has imported nothing yet: the embedded vector index opened first
+# (as `factweave ui` and `serve` open the web before the model), then the preset on llama.cpp.
+_VECTORS_FIRST = """
+import sys
+import numpy as np
+from agent.web.local_vectors import LocalVectorIndex
+
+vectors = LocalVectorIndex(sys.argv[1], dim=4, fingerprint="test")
+vectors.upsert(["a"], np.ones((1, 4), dtype=np.float32))
+assert "torch" not in sys.modules
+from agent.llm.client import LocalChat
+from agent.models import load_model
+
+loaded = load_model("smollm2-135m", engine="llama.cpp")
+reply = LocalChat(loaded).complete_counted([{"role": "user", "content": "Name a colour."}], max_tokens=8)
+print(loaded.engine, bool(reply.text.strip()))
+"""
+
+
+def test_a_process_that_opened_the_vector_index_first_reads_the_model_on_llama_cpp(engine, tmp_path, cache_dir):
+    """usearch carries its own copy of the C++ runtime; loaded first, its locale ids were the
+    process's, and llama.cpp then failed to read the GGUF's vocabulary ("std::bad_cast"): the UI
+    process, which opens the web before the model, did not start."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    child = subprocess.run([sys.executable, "-c", _VECTORS_FIRST, str(tmp_path / "vectors")], cwd=REPO,
+                           env={**os.environ, "FACTWEAVE_CACHE": str(cache_dir)}, capture_output=True,
+                           text=True, timeout=600, check=False)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.split() == ["llama.cpp", "True"], child.stdout

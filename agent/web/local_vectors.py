@@ -2,9 +2,11 @@
 (why usearch: :mod:`agent.web.vectors`)."""
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import math
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -45,6 +47,25 @@ def _write_json_aside(path: Path, payload: Any) -> None:
     leftover one is swept with the stale files (:meth:`LocalVectorIndex._remove_stale_files`)."""
     with replacing(path, prefix=f"{path.name}.") as handle:
         json.dump(payload, handle, ensure_ascii=False, separators=(",", ":"))
+
+
+def _usearch_index() -> Any:
+    """usearch's ``Index`` class, imported once the system's C++ runtime is loaded.
+
+    usearch's compiled module carries its own static copy of libstdc++, whose locale facet ids are
+    GNU unique symbols: the first copy loaded names them for the whole process, whatever the
+    loading flags. Loaded before the shared ``libstdc++.so.6`` (a process that has not imported
+    torch yet), its ids win, and llama.cpp, which links the shared runtime, then fails to read a
+    GGUF vocabulary ("std::bad_cast"). Loading the shared runtime first keeps its ids (a no-op
+    where it is loaded already, and where there is none, as on macOS)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+        except OSError:  # none installed: usearch's own copy is the only one
+            pass
+    from usearch.index import Index
+
+    return Index
 
 
 class LocalVectorIndex:
@@ -108,8 +129,7 @@ class LocalVectorIndex:
     # -- persistence ------------------------------------------------------------------------
 
     def _new_graph(self):
-        from usearch.index import Index
-
+        Index = _usearch_index()
         return Index(ndim=self.dim, metric="cos", dtype="f32", **self._graph_settings)
 
     def refresh(self) -> bool:
