@@ -6,14 +6,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .decoding.generate import FactGenerator
 from .errors import FactweaveError
 from .index.files import open_index
 from .index.postgres import PostgresFactIndex
 from .knowledge.kamel import demo_kamel_root
 from .llm.client import chat_client_from_env
 from .models import DEFAULT_MODEL, LoadedModel, default_cache_dir, load_model
-from .pipeline import FactAgent
 from .pipeline.uploaded import UploadedOverlay
 from .rerank import Reranker
 from .settings import load_settings
@@ -23,6 +21,8 @@ from .web.web import KnowledgeWeb
 from .web.workspace import Workspace, pending_work
 
 if TYPE_CHECKING:
+    from .decoding.generate import FactGenerator
+    from .pipeline import FactAgent
     from .llm.client import ChatClient
     from .settings import Settings
 
@@ -44,6 +44,10 @@ def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, 
     >>> gen = open_generator("smollm2-135m")                      # doctest: +SKIP
     >>> gen.answer("What is the original language of Kalakalappu 2?").answer   # doctest: +SKIP
     """
+    # lazy: decoding pulls torch and transformers (~3 s), which web commands that load no model
+    # (stats, remove, build without an LLM decomposer) never need
+    from .decoding.generate import FactGenerator
+
     cache_dir = cache_dir or default_cache_dir()
     loaded = loaded or load_model(model, device=device, dtype=dtype, cache_dir=cache_dir)
     fact_index = None
@@ -128,6 +132,8 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
             reply = agent.answer("Where was Laurie Graff born?")
             reply.answer, [f["text"] for f in reply.facts]
     """
+    from .pipeline import FactAgent  # lazy, like FactGenerator in open_generator
+
     settings = settings or load_settings()
     tree = settings.effective_tree()
     if tree != "kb":
