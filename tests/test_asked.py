@@ -459,6 +459,23 @@ def test_a_question_through_a_role_is_asked_again_of_whom_it_reached(question, h
     assert ask_past(question, named, role, holder) == asked
 
 
+# Written for this test: who fills the role, asked in the question's own words (the first hop of a
+# question asked again hop by hop).
+@pytest.mark.parametrize(("question", "first"), [
+    ("Who is the spouse of the director of film Lamp Street?", "Who is the director of film Lamp Street?"),
+    ("When was Ada Quint's father born?", "Who is Ada Quint's father?"),
+    ("Where was the composer of song Grey Orchard (Song) born?", "Who is the composer of song Grey Orchard (Song)?"),
+    ("When did Sir Ola Quint, 3rd Baronet's father die?", "Who is Sir Ola Quint, 3rd Baronet's father?"),
+])
+def test_who_fills_the_role_a_question_asks_through_is_asked_in_its_own_words(question, first):
+    from agent.pipeline.asked import ask_holder
+
+    assert ask_holder(question, *asked_through(question)) == first
+    # that question asks the role itself: nothing is asked through it (a title's qualifier,
+    # "(Song)", names nothing asked)
+    assert asked_through(first) == ("", "")
+
+
 def test_past_a_role_the_fact_about_whom_it_reached_is_checked_against_what_is_asked_of_them(matcher):
     """"Who is the spouse of the director of film Lamp Street?": the fact about the director is
     checked against "Who is the spouse of Ann Lee?" (the whole question asks "director" most);

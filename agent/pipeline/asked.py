@@ -603,10 +603,21 @@ def asked_through(question: str, kind_of: Callable[[str, str], bool] | None = No
     the spouse of the director of film Lamp Street?"; ("", "") when it asks of what it names."""
     for name in _question_names(question):
         name = _POSSESSIVE_END.sub("", name)  # "Ada Quint's father": the name is Ada Quint
+        if _only_qualifier(question, name):
+            continue
         noun = _POSSESSIVE_END.sub("", asks_through(question, name, kind_of))
         if noun:
             return _titled(question, name), noun
     return "", ""
+
+
+def _only_qualifier(question: str, name: str) -> bool:
+    """Whether ``question`` gives ``name`` only as a title's qualifier ("Song" in "the performer
+    of song Come Dance With Me (Song)"): it says what the name before it is, nothing is asked
+    of it."""
+    inside = [m.span() for m in re.finditer(r"\([^()]*\)", question)]
+    found = [m.start() for m in re.finditer(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", question)]
+    return bool(found) and all(any(a < at < b for a, b in inside) for at in found)
 
 
 def _titled(question: str, name: str) -> str:
@@ -629,22 +640,44 @@ def _titled(question: str, name: str) -> str:
     return " ".join([*before[j:], name])
 
 
+def through_phrase(question: str, named: str, noun: str) -> tuple[int, int] | None:
+    """Where ``question`` says the relative or role ``noun`` of ``named`` (:func:`asked_through`):
+    "the spouse of the director of film Lamp Street" -> the span of "the director of film Lamp
+    Street", "When was Ada Quint's father born?" -> "Ada Quint's father"; None when the two are
+    not found in it."""
+    # The name with a title's qualifier ("Reverse (Film)") and a possessive.
+    name = re.search(rf"(?<![^\W_]){re.escape(named)}{_QUALIFIED}(?:['’]s)?(?![^\W_])", question, flags=re.IGNORECASE)
+    role = re.search(rf"\b{re.escape(noun)}\b", question, flags=re.IGNORECASE)
+    if name is None or role is None:
+        return None
+    start, end = min(name.start(), role.start()), max(name.end(), role.end())
+    if start == role.start():
+        the = re.search(r"\bthe\s+$", question[:start], flags=re.IGNORECASE)
+        start = the.start() if the else start
+    return start, end
+
+
 def ask_past(question: str, named: str, noun: str, holder: str) -> str:
     """``question`` asked of ``holder``, who fills the relative or role ``noun`` of ``named``
     (:func:`asked_through`): "Who is the spouse of the director of film Lamp Street?" with Ann
     Lee -> "Who is the spouse of Ann Lee?", "When was Ada Quint's father born?" with Bo Quint
     -> "When was Bo Quint born?". What a fact about the holder must say. ``question`` itself
     when the two are not found in it."""
-    # The name with a title's qualifier ("Reverse (Film)") and a possessive.
-    name = re.search(rf"(?<![^\W_]){re.escape(named)}{_QUALIFIED}(?:['’]s)?(?![^\W_])", question, flags=re.IGNORECASE)
-    role = re.search(rf"\b{re.escape(noun)}\b", question, flags=re.IGNORECASE)
-    if name is None or role is None:
+    span = through_phrase(question, named, noun)
+    if span is None:
         return question
-    start, end = min(name.start(), role.start()), max(name.end(), role.end())
-    if start == role.start():
-        the = re.search(r"\bthe\s+$", question[:start], flags=re.IGNORECASE)
-        start = the.start() if the else start
-    return f"{question[:start]}{holder}{question[end:]}"
+    return f"{question[:span[0]]}{holder}{question[span[1]:]}"
+
+
+def ask_holder(question: str, named: str, noun: str) -> str:
+    """Who fills the relative or role ``noun`` of ``named``, asked in ``question``'s own words
+    (the first hop of :func:`ask_past`): "Who is the director of film Lamp Street?", "Who is Ada
+    Quint's father?"; "" when the two are not found in it."""
+    span = through_phrase(question, named, noun)
+    if span is None:
+        return ""
+    phrase = question[span[0]:span[1]].strip()
+    return f"Who is {phrase[0].lower() + phrase[1:] if phrase.lower().startswith('the ') else phrase}?"
 
 
 # The closed classes of English words that end an indefinite noun phrase of a question: a
@@ -916,7 +949,7 @@ def _question_names_in(question: str, fact: str) -> list[str]:
     out = []
     for keyword in extract_keywords(question, limit=20):
         keyword = re.sub(r"['’]s?$", "", keyword)  # "Denmark's" names Denmark
-        if any(c.isupper() for c in keyword) and holds_answer(fact, keyword):
+        if any(c.isupper() for c in keyword) and holds_answer(fact, keyword) and not _only_qualifier(question, keyword):
             out.append(keyword)
     return sorted(out, key=len, reverse=True)
 
