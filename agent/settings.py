@@ -127,6 +127,9 @@ class Settings(BaseSettings):
     checks: bool = Field(True, description="Prove that the fact holding an answer says what the question asks "
                                            "(a triple's relation, a statement judged by the local model) before "
                                            "the answer stands (FACTWEAVE_CHECKS).")
+    hop_by_hop: bool = Field(True, description="A question asked through a relative or role that no attempt "
+                                               "proved is asked again hop by hop: who fills the role, then the "
+                                               "question of them (FACTWEAVE_HOP_BY_HOP).")
     max_history_turns: int = Field(MAX_TURNS, ge=0, le=64, description="Earlier turns of a conversation a "
                                    "follow-up is read with, at every door (FACTWEAVE_MAX_HISTORY_TURNS).")
     max_history_chars: int = Field(MAX_CHARS, ge=0, le=64_000, description="Characters of those turns at most, "
@@ -145,7 +148,7 @@ class Settings(BaseSettings):
         session's tree and k)."""
         options = AgentOptions(tree=self.effective_tree(), k=self.k, max_rounds=self.max_rounds,
                                max_subqueries=self.max_subqueries, rewrite=self.rewrite, max_hops=self.max_hops,
-                               checks=self.checks, max_history_turns=self.max_history_turns,
+                               checks=self.checks, hop_by_hop=self.hop_by_hop, max_history_turns=self.max_history_turns,
                                max_history_chars=self.max_history_chars)
         return replace(options, **changes)
 

@@ -324,6 +324,31 @@ def test_a_look_up_through_a_role_opens_with_who_fills_it_then_a_fact_about_them
         assert reply.answer == "Oslo" and reply.trace["grounded"]
 
 
+def test_a_question_through_a_role_no_attempt_proved_is_asked_again_hop_by_hop(demo_generator, small_web):
+    """One fact retrieved per query and no hop while generating: the reply to "Where was the
+    founder of Zorblax Station born?" cannot reach her birthplace, so the question is asked again
+    in two: who founded the station (the retrieved fact that names her after "founded", stated
+    by the agent), then "Where was Mira Quell born?" with its own retrieval. The two chains joined
+    answer the question as asked, proven; without the hops it is not answered."""
+    question = "Where was the founder of Zorblax Station born?"
+    reply = FactAgent(demo_generator, small_web, tree="question", k=1, max_hops=0).answer(question)
+    attempts = [s for s in reply.trace["steps"] if s["step"] == "generate"]
+    hops = [a["hop"]["question"] for a in attempts if "hop" in a]
+    assert hops[0] == "Who is the founder of Zorblax Station?" and hops[-1] == "Where was Mira Quell born?", hops
+    first = next(a for a in attempts if "hop" in a)
+    assert "founded" in first["lead"]["fact"] and first["answer"] == "Mira Quell", first
+    assert reply.answer == "Oslo" and reply.trace["grounded"], attempts[-1]
+    stated = [f["text"] for f in reply.facts]
+    assert "Mira Quell" in stated[0] and "Zorblax Station" in stated[0] and "Oslo" in stated[-1], stated
+    assert all(reply.text[f["start"]:f["end"]] == f["text"] for f in reply.facts)
+    alone = FactAgent(demo_generator, small_web, tree="question", k=1, max_hops=0, hop_by_hop=False).answer(question)
+    assert not alone.knows and not any("hop" in s for s in alone.trace["steps"])
+    # an order asked ("younger than"): no chain of look-ups computes it, nothing is asked again
+    ordered = FactAgent(demo_generator, small_web, tree="question", k=1, max_hops=0).answer(
+        "Which base has a founder younger than the founder of Zorblax Station?")
+    assert not any("hop" in s for s in ordered.trace["steps"])
+
+
 def test_an_option_is_dated_from_its_own_document_when_no_fact_found_by_its_name_dates_it(
         demo_generator, tmp_path, graph, graph_server, embedder):
     """"Which was founded first, Ember Quay Bakery or Dune Sea Pies?" with no listed fact that

@@ -127,7 +127,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                         while len(attempts) <= n:
                             attempts.append({"tree": "", "text": "", "facts": []})
                         attempts[n] = {"tree": step["tree"], "text": step.get("text", ""),
-                                       "facts": step.get("facts", [])}
+                                       "facts": step.get("facts", []), "hop": step.get("hop")}
                 elif kind == "answer":
                     reply = event
                 now = time.monotonic()

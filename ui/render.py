@@ -21,7 +21,7 @@ from typing import Any
 
 from agent.pipeline.trace import describe_step
 
-TREE_LABELS = {"question": "per-question tree", "kb": "whole knowledge base"}
+TREE_LABELS = {"question": "per-question tree", "kb": "whole knowledge base", "hops": "the hops joined"}
 
 
 def _e(value: Any) -> str:
@@ -130,7 +130,8 @@ def chat_message(attempts: Sequence[dict[str, Any]], reply: dict[str, Any] | Non
     """The assistant's chat message: the answer (when finished), then each generation attempt's
     text with its facts highlighted, and the steps so far in one dim line each.
 
-    ``attempts``: ``{"tree", "text", "facts"}`` per attempt, in order (the one being generated last).
+    ``attempts``: ``{"tree", "text", "facts"}`` per attempt (and ``hop``, ``{"hop", "question"}``, for
+    a hop of a question asked again hop by hop), in order (the one being generated last).
     """
     parts: list[str] = []
     if reply is not None:
@@ -142,8 +143,10 @@ def chat_message(attempts: Sequence[dict[str, Any]], reply: dict[str, Any] | Non
             continue
         if len(attempts) > 1:
             label = TREE_LABELS.get(attempt.get("tree", ""), "")
+            if attempt.get("hop"):  # a hop of the question asked again hop by hop
+                label += f', hop {attempt["hop"]["hop"]}: {attempt["hop"]["question"]}'
             parts.append(f'<div class="fw-attempt-label">attempt {i + 1}, {_e(label)}</div>')
-        final = reply is not None and i == len(attempts) - 1
+        final = reply is not None and i == reply.get("trace", {}).get("attempt", len(attempts) - 1)
         parts.append(attempt_html(attempt["text"], attempt.get("facts", []), anchor=anchor if final else "",
                                   css_class="fw-final" if final else ""))
     return "\n".join(parts) if parts else '<span class="fw-thinking">searching the knowledge…</span>'

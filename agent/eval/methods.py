@@ -172,6 +172,7 @@ class AgentMethod:
             "attempts": [{"tree": a["tree"], "answer": a["answer"], "facts": len(a["facts"]),
                           "tokens": a["tokens"], "grounded": bool(a.get("grounded")),
                           **({"continues": a["continues"]} if "continues" in a else {}),
+                          **({"hop": a["hop"]} if "hop" in a else {}),
                           **({"kind": a["kind"]} if "kind" in a else {}),
                           **({"check": a["check"]} if "check" in a else {}),
                           "how": (a.get("grounding") or {}).get("how", "")}

@@ -34,7 +34,10 @@ class AgentOptions:
     and sub-queries per round; ``rewrite``: how a follow-up is made standalone
     (:data:`REWRITE_MODES`); ``max_hops``/``hop_k``/``max_tree_facts``: bridge entities searched
     while generating, facts each brings, and the per-question tree's cap; ``checks``: prove that the
-    fact holding an answer says what the question asks; ``max_history_turns``/``max_history_chars``:
+    fact holding an answer says what the question asks; ``hop_by_hop``: a look-up asked through a
+    relative or role that no attempt proved is asked again in two questions, who fills the role and
+    then the question of them, each with its own retrieval (:meth:`FactAgent._hops`);
+    ``max_history_turns``/``max_history_chars``:
     how much of a conversation a follow-up is read with."""
 
     tree: str = "both"
@@ -46,6 +49,7 @@ class AgentOptions:
     hop_k: int = 5
     max_tree_facts: int = 60
     checks: bool = True
+    hop_by_hop: bool = True
     max_history_turns: int = MAX_TURNS
     max_history_chars: int = MAX_CHARS
 

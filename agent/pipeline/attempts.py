@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..embeddings import closest
@@ -72,11 +72,13 @@ class GenerationAttempts:
 
     def run(self, question: str, tree: str, writer: ReplyWriter, prompt: Any, index: FactTree,
             chain: ChainingTree | None, number: int, *, stop: threading.Event | None = None,
-            lead: str = "") -> list[dict[str, Any]]:
+            lead: str = "", opens: Sequence[str] = ()) -> list[dict[str, Any]]:
         """One reply on ``index`` (written by ``writer``), its check, and one more fact when the
         fact holding the answer does not say what the question asks but the chain can go on.
         ``lead``: a fact the reply opens with (:func:`~.chaining.role_lead`); when the model
-        answers nothing after it, it states one more fact (about whom the lead led to)."""
+        answers nothing after it, it states one more fact (about whom the lead led to). ``opens``:
+        without a lead, facts the reply opens with one of (the model picking, constrained to them:
+        a reply that answers before it states a fact proves nothing)."""
         t = time.perf_counter()
         hops: list[dict[str, Any]] = []
         current = [number]
@@ -98,6 +100,9 @@ class GenerationAttempts:
             # The next fact is one about whom the lead led to, the model picking among those
             # closest to the question asked of them.
             writer.state_one(reply, self._about_holder(question, chain, lead))
+            on_text(writer.text(reply))
+        elif opens:
+            writer.state_one(reply, list(opens))
             on_text(writer.text(reply))
         part = writer.write(reply, self.generator.max_new_tokens, on_text=on_text, on_span=on_span)
         record = self._record(number, tree, part, reply, chain, t)
@@ -243,6 +248,11 @@ class GenerationAttempts:
         if check is not None:
             record["check"] = check.as_dict()
             record["grounding"]["check"] = check.as_dict()
+
+    def judge(self, question: str, record: dict[str, Any], answer: str) -> None:
+        """Ground and check ``record`` (a reply put together from others' facts and texts) as an
+        attempt's own: ``answer`` in its facts, the fact holding it saying what is asked."""
+        self._verdict(question, record, ReplyPart(record["text"], [], answer, False, 0, 0.0))
 
     def _named_checks(self, question: str, record: dict[str, Any],
                       chain: ChainingTree | None) -> list[tuple[int, AskedCheck]]:

@@ -55,7 +55,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
 
 from ..decoding import FactGenerator
 from ..embeddings import Embedder
@@ -70,13 +70,13 @@ from ..web.retrieval import merge_hits, rank
 from ..web.subqueries import write_subqueries
 from .agent_options import AgentOptions
 from .attempts import GenerationAttempts, emit, since
-from .asked import AskedChecker, RelationLabels, RelationMatcher, asked_through
+from .asked import AskedChecker, RelationLabels, RelationMatcher, ask_holder, ask_past, asked_through
 from .relation_reading import KindReader, RelationReader
-from .chaining import ChainingTree, role_lead
+from .chaining import ChainingTree, is_about, role_holders, role_lead
 from .conversation import Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
-from .grounding import DONT_KNOW, clean_answer, knows
+from .grounding import DONT_KNOW, clean_answer, holds_answer, knows
 from .options import OptionsStep
-from .plan import PlanReader, QuestionPlan
+from .plan import PlanReader, QuestionPlan, order_asked
 from .replies import ReplyWriter
 
 if TYPE_CHECKING:
@@ -346,6 +346,7 @@ class FactAgent:
         graph.add_node("read", self._read)
         graph.add_node("subquery", self._subquery)
         graph.add_node("kb", self._kb)
+        graph.add_node("hops", self._hops)
         graph.add_edge(START, "rewrite")
         graph.add_conditional_edges("rewrite", lambda s: "kb" if self.options.tree in ("kb", "kb-first") else "retrieve",
                                     ["kb", "retrieve"])
@@ -354,18 +355,19 @@ class FactAgent:
         graph.add_conditional_edges("plan", lambda s: "options" if s["plan"].get("kind", "lookup") != "lookup"
                                     else "read", ["options", "read"])
         graph.add_edge("options", END)
-        graph.add_conditional_edges("read", self._after_read, ["subquery", "kb", END])
+        graph.add_conditional_edges("read", self._after_read, ["subquery", "kb", "hops", END])
         graph.add_conditional_edges("subquery", lambda s: "retrieve" if s["pending"] else
-                                    ("kb" if self.options.tree == "both" else END), ["retrieve", "kb", END])
-        graph.add_conditional_edges("kb", self._after_kb, ["retrieve", END])
+                                    ("kb" if self.options.tree == "both" else self._end(s)), ["retrieve", "kb", "hops", END])
+        graph.add_conditional_edges("kb", self._after_kb, ["retrieve", "hops", END])
+        graph.add_edge("hops", END)
         return graph.compile(name="factweave-agent")
 
     def _after_kb(self, state: _State) -> str:
         from langgraph.graph import END
 
-        if self.options.tree != "kb-first" or state["attempts"][-1].get("grounded") or _stopped(state) or state["pool"]:
+        if state["attempts"][-1].get("grounded") or _stopped(state):
             return END
-        return "retrieve"
+        return "retrieve" if self.options.tree == "kb-first" and not state["pool"] else self._end(state)
 
     def _after_read(self, state: _State) -> str:
         from langgraph.graph import END
@@ -374,7 +376,21 @@ class FactAgent:
             return END
         if state["rounds"] < self.options.max_rounds:
             return "subquery"
-        return "kb" if self.options.tree == "both" else END
+        return "kb" if self.options.tree == "both" else self._end(state)
+
+    def _end(self, state: _State) -> str:
+        """Where an answer no attempt proved goes last: asked again hop by hop (:meth:`_hops`) when
+        it is a look-up asked through a relative or role that asks no order (:func:`order_asked`),
+        else the end."""
+        from langgraph.graph import END
+
+        if (not self.options.hop_by_hop or self.web is None or _stopped(state) or not state["attempts"]
+                or state["attempts"][-1].get("grounded") or state["plan"].get("kind", "lookup") != "lookup"):
+            return END
+        if order_asked(state["question"])[0]:
+            return END  # "a director younger than the director of X": an order, which no chain of look-ups computes
+        named, noun = asked_through(state["question"], self.kinds)
+        return "hops" if named and noun and ask_holder(state["question"], named, noun) else END
 
     # --- the steps -------------------------------------------------------------------------------
 
@@ -465,9 +481,11 @@ class FactAgent:
         emit({"event": "step", "step": record})
         return {"attempts": state["attempts"] + [record], "steps": [*hops, record]}
 
-    def _read(self, state: _State) -> dict[str, Any]:
+    def _read(self, state: _State, *, opens: str = "") -> dict[str, Any]:
         """The look-up: the retrieved facts listed, the model states the ones it needs (a tree of
-        them that grows with hops), then answers; checked, and one more fact when it stops short."""
+        them that grows with hops), then answers; checked, and one more fact when it stops short.
+        ``opens``: a name the reply opens with a listed fact about, the model picking among those
+        that name it (a hop of :meth:`_hops`)."""
         number = len(state["attempts"])
         chosen = state["chosen"]
         if not chosen:
@@ -488,7 +506,9 @@ class FactAgent:
         # fact that names who fills it, and the tree grows with that one's facts.
         lead = role_lead(chosen, state["question"], through) if chain.web is not None else ""
         records = self.attempts.run(state["question"], "question", self.reader, prompt, chain.index, chain, number,
-                                    stop=state.get("stop"), lead=lead)
+                                    stop=state.get("stop"), lead=lead,
+                                    opens=[t for t in dict.fromkeys(listed) if holds_answer(t, opens)] if opens and not lead
+                                    else ())
         records[0]["tree_facts"] = chain.size
         records[0]["tree_build_s"] = tree_s
         attempts = [r for r in records if r["step"] == "generate"]
@@ -501,6 +521,102 @@ class FactAgent:
                                     None, number, stop=state.get("stop"))
         attempts = [r for r in records if r["step"] == "generate"]
         return {"attempts": state["attempts"] + attempts, "steps": records}
+
+    def _hops(self, state: _State) -> dict[str, Any]:
+        """The question asked again hop by hop, each hop with its own retrieval: who fills the
+        relative or role it asks through ("Who is the director of film X?": the retrieved fact
+        that names them after the word that says the role, :func:`~.chaining.role_lead`, else the
+        model's proven answer), then the question asked of them ("Where was <the director>
+        born?", a look-up). The two chains joined are one reply, proven and checked against the
+        question as asked (the hops' own attempts are kept in the trace, marked ``hop``, and
+        answer nothing themselves)."""
+        question = state["question"]
+        named, noun = asked_through(question, self.kinds)
+        attempts, steps = list(state["attempts"]), []
+        holder_q = ask_holder(question, named, noun)
+        sub = self._retrieved(state, holder_q, steps)
+        hits = list({h.text: h for h in [*sub["chosen"], *state["chosen"]]}.values())
+        lead = role_lead(hits, question, (named, noun))
+        # Who fills it: the first name after the role word the web has facts about ("performed by
+        # English singer Ann Lee": not "English").
+        holder = [name for name in (role_holders(lead, question, noun) if lead else [])
+                  if any(is_about(hit, name) for hit in self.web.search(name, self.options.hop_k).hits)][:1]
+        if holder:
+            first: dict[str, Any] | None = self._stated(next(h for h in hits if h.text == lead), holder[0],
+                                                        holder_q, len(attempts))
+            attempts.append(first)  # type: ignore[arg-type]
+            steps.append(first)  # type: ignore[arg-type]
+        else:
+            first = self._hop(sub, named, 1, attempts, steps)
+        if first is not None:
+            holder_name = (first.get("grounding") or {}).get("short") or clean_answer(first["answer"])
+            asked = ask_past(question, named, noun, holder_name)
+            second = self._hop(self._retrieved(state, asked, steps), holder_name, 2, attempts, steps)
+            if second is not None:
+                record = self._joined(question, first, second, len(attempts))
+                attempts.append(record)
+                steps.append(record)
+        return {"attempts": attempts, "steps": steps}
+
+    def _retrieved(self, state: _State, question: str, steps: list[dict[str, Any]]) -> _State:
+        """``state`` for ``question`` asked on its own: retrieved and re-ranked (steps to ``steps``)."""
+        sub = cast(_State, {**state, "question": question, "pending": [question], "pool": [], "chosen": [],
+                            "queries": [], "rounds": 0})
+        for node in (self._retrieve, self._rerank):
+            update = node(sub)
+            steps.extend(update.pop("steps", []))
+            sub.update(update)  # type: ignore[typeddict-item]
+        return sub
+
+    def _stated(self, hit: Any, holder: str, question: str, number: int) -> dict[str, Any]:
+        """The first hop when a retrieved fact names who fills the role: that fact, stated by the
+        agent, answers ``question`` with ``holder``."""
+        text = f"Fact: {hit.text}\nAnswer: {holder}\n"
+        fact = {"start": 6, "end": 6 + len(hit.text), "text": hit.text, "tree": "question", "fact_id": hit.id,
+                "source": hit.source, "provenance": {"kind": hit.kind, **hit.provenance}}
+        record = {"step": "generate", "attempt": number, "tree": "question", "answer": holder, "text": text,
+                  "facts": [fact], "truncated": False, "tokens": 0, "prompt_tokens": 0, "seconds": 0.0,
+                  "grounded": True, "grounding": {"grounded": True, "how": "the fact that says who fills the role",
+                                                  "facts": [0], "short": holder},
+                  "lead": {"fact": hit.text, "why": "the fact that says who fills the role the question asks "
+                                                    "through, stated by the agent"},
+                  "hop": {"hop": 1, "question": question}}
+        emit({"event": "token", "text": text, "attempt": number})
+        emit({"event": "fact", "fact": fact, "attempt": number})
+        emit({"event": "step", "step": record})
+        return record
+
+    def _hop(self, sub: _State, about: str, hop: int, attempts: list[dict[str, Any]],
+             steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """One hop of :meth:`_hops`: ``sub`` (its question retrieved) read as a look-up that opens
+        with a listed fact naming ``about``, its attempts numbered after ``attempts`` and added to
+        it (and its steps to ``steps``). The attempt that answers it when proven, else None."""
+        if _stopped(sub):
+            return None
+        update = self._read(cast(_State, {**sub, "attempts": attempts}), opens=about)
+        steps.extend(update["steps"])
+        new = update["attempts"][len(attempts):]
+        for record in new:
+            record["hop"] = {"hop": hop, "question": sub["question"]}
+        attempts.extend(new)
+        final = _final(new) if new else None
+        return final if final is not None and final.get("grounded") and not final.get("stopped") else None
+
+    def _joined(self, question: str, first: dict[str, Any], second: dict[str, Any], number: int) -> dict[str, Any]:
+        """The two hops' replies as one, proven and checked against ``question``."""
+        head = first["text"].rstrip("\n") + "\n"
+        facts = [*first["facts"], *({**f, "start": f["start"] + len(head), "end": f["end"] + len(head)}
+                                    for f in second["facts"])]
+        record: dict[str, Any] = {
+            "step": "generate", "attempt": number, "tree": "hops", "answer": second["answer"],
+            "text": head + second["text"], "facts": facts, "truncated": False, "tokens": 0, "prompt_tokens": 0,
+            "hops": [first["hop"]["question"], second["hop"]["question"]], "seconds": 0.0}
+        self.attempts.judge(question, record, second["answer"])
+        emit({"event": "token", "text": record["text"], "attempt": number})
+        for fact in facts:
+            emit({"event": "fact", "fact": fact, "attempt": number})
+        emit({"event": "step", "step": record})
+        return record
 
     def _subquery(self, state: _State) -> dict[str, Any]:
         t = time.perf_counter()
@@ -546,7 +662,7 @@ class FactAgent:
             "settings": {"k": self.options.k, "rerank": self.reranker is not None, "max_rounds": self.options.max_rounds,
                          "beams": 1, "checks": self.options.checks},
             "plan": state.get("plan") or {},
-            "steps": steps, "answer": answer, "grounded": grounded, "supported": grounded,
+            "steps": steps, "answer": answer, "attempt": last.get("attempt"), "grounded": grounded, "supported": grounded,
             "grounding": last.get("grounding", {"grounded": False, "how": "no attempt ran", "facts": []}),
             "facts": last["facts"],
             "truncated": bool(last.get("truncated")),
@@ -634,8 +750,10 @@ def _names_of(hit: Any) -> list[str]:
 
 
 def _final(attempts: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The attempt that answers: the last one, unless it went one fact past a grounded answer
-    and is not grounded itself (then that answer stands)."""
+    """The attempt that answers: the last one (not counting the attempts of a hop of
+    :meth:`FactAgent._hops`), unless it went one fact past a grounded answer and is not grounded
+    itself (then that answer stands)."""
+    attempts = [a for a in attempts if "hop" not in a] or attempts  # a hop's own attempt answers its hop
     last = attempts[-1]
     if not last.get("grounded") and last.get("continues") is not None:
         base = next((a for a in attempts if a["attempt"] == last["continues"]), None)

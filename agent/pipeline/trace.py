@@ -36,7 +36,9 @@ def describe_step(step: dict[str, Any]) -> str:
         return f"sub-queries ({step['how']}): {queries}"
     n = step.get("tree_facts", 0)
     where = (f"the per-question tree ({n} fact{'' if n == 1 else 's'})" if step["tree"] == "question"
-             else "the whole knowledge base")
+             else "the two hops joined" if step["tree"] == "hops" else "the whole knowledge base")
+    if step.get("hop"):  # a hop of the question asked again hop by hop
+        where += f", hop {step['hop']['hop']}: {step['hop']['question']!r}"
     if step.get("skipped"):
         return f"attempt {step['attempt'] + 1} on {where}: skipped, {step['skipped']}"
     if step.get("options") is not None:

@@ -91,7 +91,9 @@ class AgentModel:
             raise RuntimeError("the agent's stream ended without an answer")
         trace = final["trace"]
         attempts = [s for s in trace["steps"] if s["step"] == "generate"]
-        last = attempts[-1] if attempts else None
+        # The attempt that answers (not always the last: a hop of a question asked again hop by hop
+        # answers its hop alone).
+        last = next((a for a in attempts if a["attempt"] == trace.get("attempt")), attempts[-1] if attempts else None)
         if last is None or not last.get("text") or last.get("answer") != final["answer"]:
             piece = blank_line_after(content) + VERDICT
             content += piece
