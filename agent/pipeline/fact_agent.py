@@ -384,7 +384,8 @@ class FactAgent:
         else the end."""
         from langgraph.graph import END
 
-        if (not self.options.hop_by_hop or self.web is None or _stopped(state) or not state["attempts"]
+        if (not self.options.hop_by_hop or self.web is None or self.options.tree == "kb" or _stopped(state)
+                or not state["attempts"]
                 or state["attempts"][-1].get("grounded") or state["plan"].get("kind", "lookup") != "lookup"):
             return END
         if order_asked(state["question"])[0]:
@@ -544,8 +545,8 @@ class FactAgent:
         if holder:
             first: dict[str, Any] | None = self._stated(next(h for h in hits if h.text == lead), holder[0],
                                                         holder_q, len(attempts))
-            attempts.append(first)  # type: ignore[arg-type]
-            steps.append(first)  # type: ignore[arg-type]
+            attempts.append(first)
+            steps.append(first)
         else:
             first = self._hop(sub, named, 1, attempts, steps)
         if first is not None:
