@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import logging
 import math
@@ -49,6 +50,7 @@ def _write_json_aside(path: Path, payload: Any) -> None:
         json.dump(payload, handle, ensure_ascii=False, separators=(",", ":"))
 
 
+@functools.cache
 def _usearch_index() -> Any:
     """usearch's ``Index`` class, imported once the system's C++ runtime is loaded.
 
