@@ -199,7 +199,7 @@ ABLATIONS: dict[str, tuple[str, Callable[[Any], None]]] = {
     "whole": ("an answer repeating the whole statement (repeats_the_statement)",
               _neutral("repeats_the_statement", lambda answer, fact: "")),
     "through": ("a question asked through a relative or role needs the chain to reach it (_through)",
-                _neutral("_through", lambda question, fact, triple: None)),
+                _neutral("_through", lambda question, fact, triple, kinds=None: None)),
     "past": ("past a role, the question asked again of whom the chain reached (ask_past)",
              _neutral("ask_past", lambda question, named, noun, holder: question)),
     "clause": ("what is asked: the question's last clause, past what it describes (asked_clause)",
