@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -341,6 +342,17 @@ def test_a_question_through_a_role_no_attempt_proved_is_asked_again_hop_by_hop(d
     stated = [f["text"] for f in reply.facts]
     assert "Mira Quell" in stated[0] and "Zorblax Station" in stated[0] and "Oslo" in stated[-1], stated
     assert all(reply.text[f["start"]:f["end"]] == f["text"] for f in reply.facts)
+    # Through serve's OpenAI-compatible reply (every attempt's text, the hops' before the joined
+    # one that answers, not the last written): each fact's offsets point at its text there.
+    from agent.serve.agent_model import AgentModel
+    from agent.serve.wire import ChatRequest
+
+    served = FactAgent(demo_generator, small_web, tree="question", k=1, max_hops=0)
+    pieces = list(AgentModel(served).reply(ChatRequest(messages=[{"role": "user", "content": question}]),
+                                           threading.Event()))
+    content, end = "".join(p for p in pieces if isinstance(p, str)), pieces[-1].extra["factweave"]
+    assert end["answer"] == "Oslo" and end["supported"] and end["facts"], end
+    assert all(content[f["start"]:f["end"]] == f["text"] for f in end["facts"]), (content, end["facts"])
     alone = FactAgent(demo_generator, small_web, tree="question", k=1, max_hops=0, hop_by_hop=False).answer(question)
     assert not alone.knows and not any("hop" in s for s in alone.trace["steps"])
     # an order asked ("younger than"): no chain of look-ups computes it, nothing is asked again

@@ -43,6 +43,7 @@ from .asked import AskedCheck, AskedChecker, ask_past, asked_through
 from .chaining import ChainingTree
 from .grounding import Grounding, answer_values, clean_answer, ground, knows
 from .replies import Reply, ReplyPart, ReplyWriter
+from .trace import question_fact
 
 if TYPE_CHECKING:
     from ..decoding import FactGenerator
@@ -288,19 +289,15 @@ class GenerationAttempts:
 
     def fact(self, span: Any, tree: str, chain: ChainingTree | None) -> dict[str, Any]:
         """A fact span as the trace shows it: offsets, text, tree, and where the fact came from."""
-        out = {"start": span.start, "end": span.end, "text": span.text, "tree": tree}
         if tree == "question":
-            hit = chain.hit(span.id) if chain is not None else None
-            out.update(fact_id=hit.id if hit else None, source=hit.source if hit else span.source,
-                       provenance={"kind": hit.kind, **hit.provenance} if hit else {})
-        else:
-            fact = self.generator.index.facts[span.id]
-            out.update(fact_id=f"kb:{span.id}", source=fact.source,
-                       provenance={"kind": "statement" if fact.statement else "triple", "source": fact.source,
-                                   **({} if fact.statement else {"subject": fact.subject,
-                                                                 "predicate": fact.predicate,
-                                                                 "object": fact.object})})
-        return out
+            return question_fact(span.start, span.end, span.text, chain.hit(span.id) if chain is not None else None,
+                                 span.source)
+        fact = self.generator.index.facts[span.id]
+        return {"start": span.start, "end": span.end, "text": span.text, "tree": tree, "fact_id": f"kb:{span.id}",
+                "source": fact.source,
+                "provenance": {"kind": "statement" if fact.statement else "triple", "source": fact.source,
+                               **({} if fact.statement else {"subject": fact.subject, "predicate": fact.predicate,
+                                                             "object": fact.object})}}
 
 
 def since(t: float) -> float:

@@ -72,6 +72,7 @@ from .agent_options import AgentOptions
 from .attempts import GenerationAttempts, emit, since
 from .asked import AskedChecker, RelationLabels, RelationMatcher, ask_holder, ask_past, asked_through
 from .relation_reading import KindReader, RelationReader
+from .trace import question_fact
 from .chaining import ChainingTree, is_about, role_holders, role_lead
 from .conversation import Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
 from .grounding import DONT_KNOW, clean_answer, holds_answer, knows
@@ -463,9 +464,7 @@ class FactAgent:
         facts = []
         for span in result.spans:
             hit = known.get(span.text) or result.hits.get(span.text)
-            facts.append({"start": span.start, "end": span.end, "text": span.text, "tree": "question",
-                          "fact_id": getattr(hit, "id", None), "source": getattr(hit, "source", span.source),
-                          "provenance": ({"kind": hit.kind, **hit.provenance} if hit is not None else {})})
+            facts.append(question_fact(span.start, span.end, span.text, hit, span.source))
         for fact in facts:
             emit({"event": "fact", "fact": fact, "attempt": number})
         grounding = {"grounded": result.grounded, "how": result.how, "facts": list(result.facts),
@@ -573,8 +572,7 @@ class FactAgent:
         """The first hop when a retrieved fact names who fills the role: that fact, stated by the
         agent, answers ``question`` with ``holder``."""
         text = f"Fact: {hit.text}\nAnswer: {holder}\n"
-        fact = {"start": 6, "end": 6 + len(hit.text), "text": hit.text, "tree": "question", "fact_id": hit.id,
-                "source": hit.source, "provenance": {"kind": hit.kind, **hit.provenance}}
+        fact = question_fact(6, 6 + len(hit.text), hit.text, hit)
         record = {"step": "generate", "attempt": number, "tree": "question", "answer": holder, "text": text,
                   "facts": [fact], "truncated": False, "tokens": 0, "prompt_tokens": 0, "seconds": 0.0,
                   "grounded": True, "grounding": {"grounded": True, "how": "the fact that says who fills the role",

@@ -1,4 +1,5 @@
-"""Reading an agent trace: one-line descriptions of its step records.
+"""An agent trace's records: a stated fact as the trace shows it, and one-line descriptions of
+its step records.
 
 A trace (``AgentAnswer.trace``) holds the steps in order; each is a plain dict whose ``step`` is
 ``rewrite``, ``retrieve``, ``rerank``, ``plan``, ``subquery``, ``hop`` or ``generate`` (see :mod:`agent.pipeline.fact_agent`).
@@ -6,6 +7,15 @@ A trace (``AgentAnswer.trace``) holds the steps in order; each is a plain dict w
 from __future__ import annotations
 
 from typing import Any
+
+
+def question_fact(start: int, end: int, text: str, hit: Any | None, source: str = "") -> dict[str, Any]:
+    """A fact stated from the per-question tree, as the trace shows it: its offsets in the reply,
+    its text, and where it came from (``hit``: the retrieved fact, a web hit; None when unknown,
+    then ``source``)."""
+    return {"start": start, "end": end, "text": text, "tree": "question",
+            "fact_id": getattr(hit, "id", None), "source": hit.source if hit is not None else source,
+            "provenance": {"kind": hit.kind, **hit.provenance} if hit is not None else {}}
 
 
 def describe_step(step: dict[str, Any]) -> str:
