@@ -337,8 +337,10 @@ def test_a_right_chain_withheld_is_counted_and_reported():
     questions = [EvalQuestion("a", "Where was Ada Selden born?", ("Lyon",)),
                  EvalQuestion("b", "Where did Ada Selden die?", ("Paris",)),
                  EvalQuestion("c", "What did Ada Selden write?", ("Grey Orchard",)),
-                 EvalQuestion("d", "Who taught Ada Selden?", ("Otto Brenner",))]
-    attempt = lambda answer, facts: {"tree": "question", "answer": answer, "facts": facts, "grounded": False}  # noqa: E731
+                 EvalQuestion("d", "Who taught Ada Selden?", ("Otto Brenner",)),
+                 EvalQuestion("e", "Where was Ada Selden baptised?", ("Lyon",))]
+    attempt = lambda answer, facts, held=True: {"tree": "question", "answer": answer, "facts": facts,  # noqa: E731
+                                                "in_facts": held and facts > 0, "grounded": False}
     agent = _Canned("agent", {
         # stated and right, then withheld: the question ends "I don't know."
         "a": ("I don't know.", [], {"supported": False, "attempts": [attempt("Lyon", 1), attempt("", 0)]}),
@@ -347,11 +349,13 @@ def test_a_right_chain_withheld_is_counted_and_reported():
         # a right answer with no fact stated is no chain
         "c": ("I don't know.", [], {"supported": False, "attempts": [attempt("Grey Orchard", 0)]}),
         # a wrong answer withheld is what the checks are for
-        "d": ("I don't know.", [], {"supported": False, "attempts": [attempt("Lorna Vidal", 2)]})})
+        "d": ("I don't know.", [], {"supported": False, "attempts": [attempt("Lorna Vidal", 2)]}),
+        # right, but in none of the facts it stated: the model knew it, no chain holds it
+        "e": ("I don't know.", [], {"supported": False, "attempts": [attempt("Lyon", 2, held=False)]})})
     plain = _Canned("refactx", {q.id: ("Lyon", [fact], {}) for q in questions})
     result, other = evaluate_methods([agent, plain], questions)
-    assert result.right_withheld_rate == pytest.approx(1 / 4)
-    assert result.summary()["right_withheld"] == pytest.approx(1 / 4)
+    assert result.right_withheld_rate == pytest.approx(1 / 5)
+    assert result.summary()["right_withheld"] == pytest.approx(1 / 5)
     assert other.right_withheld_rate is None and "right_withheld" not in other.summary()
     md = EvalReport("2wiki", "m", {"judge": None}, [result, other]).markdown()
-    assert "Right chains withheld" in md and "agent 25.0% (1)" in md
+    assert "Right chains withheld" in md and "agent 20.0% (1)" in md

@@ -160,6 +160,8 @@ class AgentMethod:
         return [self._answer(q) for q in questions]
 
     def _answer(self, question: EvalQuestion) -> MethodAnswer:
+        from ..pipeline.grounding import holds_answer
+
         reply = self.agent.answer(question.text, history=list(question.history))
         trace = reply.trace
         attempts = [s for s in trace["steps"] if s["step"] == "generate"]
@@ -170,6 +172,9 @@ class AgentMethod:
             "supported": trace["supported"],
             "withheld": trace.get("withheld"),
             "attempts": [{"tree": a["tree"], "answer": a["answer"], "facts": len(a["facts"]),
+                          # its answer in a fact it stated (a stated chain that holds it)
+                          "in_facts": any(holds_answer(f["text"], a["answer"]) for f in a["facts"])
+                          if a["answer"] else False,
                           "tokens": a["tokens"], "grounded": bool(a.get("grounded")),
                           **({"continues": a["continues"]} if "continues" in a else {}),
                           **({"hop": a["hop"]} if "hop" in a else {}),

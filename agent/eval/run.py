@@ -172,10 +172,12 @@ class MethodResult:
 
 def _withheld_right(row: dict[str, Any]) -> bool:
     """Whether ``row`` (a question's row, with its attempts) ends not right although an attempt
-    stated facts and answered right (approximate match with the gold answers)."""
+    stated a chain that holds its answer and answered right (approximate match with the gold
+    answers): a right answer the model knew but stated no fact of is no chain withheld. Rows
+    saved before attempts said ``in_facts`` count an attempt that stated any fact."""
     if row.get("approximate"):
         return False
-    return any(a.get("facts") and counts_as_answered(a.get("answer") or "")
+    return any(a.get("facts") and a.get("in_facts", True) and counts_as_answered(a.get("answer") or "")
                and approximate_match(a["answer"], row["gold"]) for a in row.get("attempts") or ())
 
 
