@@ -57,7 +57,11 @@ answered by "The American Mafia" from "... namely the DeCavalcante crime family"
 read by rules: 0 on the test half, 2 wrong refused on dev.
 
 The local model as a yes/no judge was measured and not kept: on 14 hand-checked cases
-qwen2.5-coder-0.5b judged 7 right (every score below zero), the 1.5B 9, at 2.5 s a case.
+qwen2.5-coder-0.5b judged 7 right (every score below zero), the 1.5B 9, at 2.5 s a case. Nor the
+0.5B reading which relation a statement states from its subject to the answer (seven sentences
+written for the prompt, each candidate label scored as for triples) where the embeddings fail it
+within ``wide_margin``: on the labelled cases it kept 2 right answers and passed 2 wrong ones on
+the dev half, and passed 3 wrong ones and kept no right one on the test half (2026-12-01).
 :class:`AskedChecker` applies the checks to an answer and its chain and says which failed and
 why ("the fact says field of work; the question asks instrument").
 
