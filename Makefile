@@ -64,10 +64,13 @@ ask: install-demo
 # allowed (tools/test-prereqs); the run's last line names the groups skipped and how to run them.
 # First the docs site (mkdocs.yml): --strict fails on any warning, a broken link or anchor among
 # them (not with -q, which hides the warnings it counts); then the import rules (pyproject.toml,
-# [tool.importlinter]: no import circle, the core never imports the evaluation or an interface).
+# [tool.importlinter]: no import circle, the core never imports the evaluation or an interface),
+# then the type checker (pyproject.toml, [tool.mypy]: agent/, ui/, strict on the events and the
+# Protocols).
 test: install $(VENV)/.installed-default $(LLAMA_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	tools/test-prereqs $(PY)
 	$(PY) -m pytest -q --durations=25
 

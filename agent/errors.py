@@ -1,7 +1,9 @@
 """Errors that the CLI prints as one readable line (no traceback)."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 class FactweaveError(Exception):
@@ -27,7 +29,7 @@ class ModelError(FactweaveError):
     """A model that cannot be found, assembled, verified or loaded."""
 
 
-def first_validation_error(errors: list[dict], *, skip: tuple[str, ...] = ()) -> tuple[str, str]:
+def first_validation_error(errors: Sequence[Mapping[str, Any]], *, skip: tuple[str, ...] = ()) -> tuple[str, str]:
     """Where (the dotted location, parts in ``skip`` left out) and what of the first of a pydantic
     ``ValidationError``'s ``errors()``: the parts of a one-line message."""
     first = errors[0] if errors else {}

@@ -38,7 +38,7 @@ def replacing(path: str | Path, *, binary: bool = False, prefix: str | None = No
                                 prefix=prefix if prefix is not None else f".{path.name}.{os.getpid()}.", suffix=suffix)
     tmp = Path(name)
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as handle:
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

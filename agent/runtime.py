@@ -22,6 +22,7 @@ from .web.workspace import Workspace, pending_work
 
 if TYPE_CHECKING:
     from .decoding.generate import FactGenerator
+    from .index.base import FactTree
     from .pipeline import FactAgent
     from .llm.client import ChatClient
     from .settings import Settings
@@ -50,7 +51,7 @@ def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, 
 
     cache_dir = cache_dir or default_cache_dir()
     loaded = loaded or load_model(model, device=device, dtype=dtype, cache_dir=cache_dir)
-    fact_index = None
+    fact_index: FactTree | None = None
     if with_index and pg_dsn:
         fact_index = PostgresFactIndex.open(pg_dsn, pg_index, tokenizer=loaded.tokenizer)
     elif with_index:

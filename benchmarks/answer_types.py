@@ -26,7 +26,6 @@ sys.path.insert(0, str(REPO))
 
 from agent.embeddings import Embedder  # noqa: E402
 from agent.eval.datasets import load_questions  # noqa: E402
-from agent.knowledge.kamel import relations_file, value_types_file  # noqa: E402
 from agent.pipeline.asked import (RelationLabels, RelationMatcher, _question_names, asked_clause,  # noqa: E402
                                   asks_a_named_thing, offered_alternatives)
 from agent.pipeline.values import parse_number  # noqa: E402
@@ -40,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "answer_types.json")
     args = parser.parse_args()
-    matcher = RelationMatcher(Embedder(), RelationLabels.from_tsv(relations_file(), values=value_types_file()))
+    matcher = RelationMatcher(Embedder(), RelationLabels.bundled())
     rows = []
     for name, data, limit in SETS:
         questions = load_questions(name, data, limit=limit)

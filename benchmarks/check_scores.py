@@ -130,7 +130,7 @@ def renamed(cases: list[dict]) -> list[dict]:
     from agent.pipeline.asked import _question_names
     from agent.pipeline.grounding import holds_answer
     from agent.pipeline.values import parse_date, parse_number
-    from agent.web.keywords import extract_keywords
+    from agent.knowledge.keywords import extract_keywords
 
     out = []
     for case in cases:

@@ -44,7 +44,7 @@ from agent.pipeline import asked, chaining, grounding, options, plan  # noqa: E4
 from agent.pipeline.conversation import MAX_QUESTION_CHARS, check_question, rewrite_by_rules  # noqa: E402
 from agent.prompts import listed_question  # noqa: E402
 from agent.rerank.qtype import detect_question_type  # noqa: E402
-from agent.web.keywords import bridge_entities, extract_keywords  # noqa: E402
+from agent.knowledge.keywords import bridge_entities, extract_keywords  # noqa: E402
 
 FACTS = ["<Lamp Street> <director> <Ann Lee> .", "Lamp Street is a 1961 drama directed by Ann Lee and starring Bo Rask.",
          "<Ann Lee> <spouse> <Bo Rask> .", "Ab Cd was born in Oslo in 1901."]

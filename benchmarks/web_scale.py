@@ -125,7 +125,7 @@ def main() -> None:
     question_ms = None
     try:  # what the real model adds to every search: encoding the question and its keywords
         from agent.embeddings import Embedder
-        from agent.web.keywords import extract_keywords
+        from agent.knowledge.keywords import extract_keywords
         real = Embedder()
         sample = "Where was Laurie Graff born?"
         real.encode([sample, *extract_keywords(sample)])

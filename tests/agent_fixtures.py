@@ -2,11 +2,17 @@
 its own embedded graph server for the whole session, and the agent over it on SmolLM2."""
 from __future__ import annotations
 
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
 import pytest
 
 from conftest import DATA
 
 WEB = DATA / "web"
+
+if TYPE_CHECKING:
+    from agent.events import AgentEvent
 
 
 def build_small_web(web) -> None:
@@ -43,29 +49,29 @@ def small_agent(demo_generator, agent_web, local_chat):
 
 
 @pytest.fixture
-def agent_calls(monkeypatch):
+def agent_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Every ``FactAgent.answer`` and ``FactAgent.stream`` call during the test, as
     ``{"method", "question", "history"}``, in order; the real methods still run. It shows what
     an entry point handed the agent (the UI, the server and MCP run the agent in other threads of
     this process)."""
     from agent.pipeline import FactAgent
 
-    calls: list[dict] = []
+    calls: list[dict[str, Any]] = []
     answer, stream = FactAgent.answer, FactAgent.stream
 
-    def record(method, question, kwargs):
+    def record(method: str, question: str, kwargs: dict[str, Any]) -> None:
         calls.append({"method": method, "question": question,
                       "history": [dict(t) for t in kwargs.get("history") or []]})
 
-    def spy_answer(self, question, **kwargs):
+    def spy_answer(self: FactAgent, question: str, **kwargs: Any) -> Any:
         record("answer", question, kwargs)
         return answer(self, question, **kwargs)
 
-    def spy_stream(self, question, **kwargs):
+    def spy_stream(self: FactAgent, question: str, **kwargs: Any) -> Generator[AgentEvent, None, None]:
         record("stream", question, kwargs)
         events = stream(self, question, **kwargs)  # in the call, as the agent's: it refuses bad input here
 
-        def relay():
+        def relay() -> Generator[AgentEvent, None, None]:
             try:
                 yield from events
             finally:

@@ -5,7 +5,9 @@ import json
 import threading
 
 import pytest
+from pydantic import TypeAdapter
 
+from agent.events import AgentEvent
 from agent.pipeline import FactAgent
 from agent.pipeline.grounding import ground
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
@@ -175,6 +177,11 @@ def test_stream_events_build_up_to_the_answer(demo_generator, small_web):
     agent = FactAgent(demo_generator, small_web, tree="both", k=8)
     question = "Who founded Zorblax Station?"
     events = list(agent.stream(question))
+    # Each event is what agent.events declares (every interface reads them by those types).
+    declared = TypeAdapter(AgentEvent)
+    for event in events:
+        declared.validate_python(event, strict=True)
+    assert {e["event"] for e in events} == {"step", "token", "fact", "answer"}
     assert events[-1]["event"] == "answer" and all(e["event"] != "answer" for e in events[:-1])
     final = events[-1]
     steps = [e["step"] for e in events if e["event"] == "step"]
@@ -403,7 +410,6 @@ def test_a_life_asked_of_options_that_have_none_is_read_of_whom_their_facts_name
     give the other film). "Which film is older?" of the same films compares their own years.
     "Who lived longer, Ada Quint or Bo Rask?" reads each from a fact with both dates of the
     life (Bo Rask's top facts give years of his work). Written for this test."""
-    from agent.knowledge.kamel import relations_file, value_types_file
     from agent.pipeline.asked import RelationLabels, RelationMatcher
     from agent.pipeline.options import OptionsStep
     from agent.pipeline.plan import QuestionPlan
@@ -419,7 +425,7 @@ def test_a_life_asked_of_options_that_have_none_is_read_of_whom_their_facts_name
     web = KnowledgeWeb.open(tmp_path / "web", embedder=embedder, graph_uri=graph_server.uri,
                             graph_user=graph_server.user, graph_password=graph_server.password,
                             graph_database=graph_server.database)
-    matcher = RelationMatcher(embedder, RelationLabels.from_tsv(relations_file(), values=value_types_file()))
+    matcher = RelationMatcher(embedder, RelationLabels.bundled())
     films = ("Quiet Harbour", "The Winter Gate")
     try:
         step = OptionsStep(demo_generator, web, matcher=matcher)

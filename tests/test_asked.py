@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from agent.knowledge.kamel import relations_file, value_types_file
 from agent.pipeline.asked import AskedChecker, RelationLabels, RelationMatcher, asked_through
 
 
@@ -14,7 +13,7 @@ from agent.pipeline.asked import AskedChecker, RelationLabels, RelationMatcher, 
 def matcher():
     from agent.embeddings import Embedder
 
-    return RelationMatcher(Embedder(), RelationLabels.from_tsv(relations_file(), values=value_types_file()))
+    return RelationMatcher(Embedder(), RelationLabels.bundled())
 
 
 @pytest.mark.parametrize(("question", "fact", "answer", "passed"), [
@@ -298,7 +297,7 @@ def test_a_relation_is_numeric_by_the_values_the_knowledge_holds():
                                                     "310", "177074", "2")), progress=False)
     labels = RelationLabels.from_index(index)
     assert set(labels.labels) == {"head count", "twin town"} and labels.numeric == {"head count"}
-    bundled = RelationLabels.from_tsv(relations_file(), values=value_types_file())
+    bundled = RelationLabels.bundled()
     assert {"population", "date of birth", "number of episodes"} <= bundled.numeric
     assert not {"place of birth", "country", "occupation"} & bundled.numeric
     assert labels.merged(bundled).numeric >= {"head count", "population"}

@@ -132,7 +132,7 @@ def test_serve_on_vllm_needs_only_what_vllm_brings(tmp_path):
         import runpy
         import agent.serve.vllm_server  # the command's path up to vLLM's server
         import agent.decoding.processor, agent.decoding.rule_args, agent.decoding.tracker, agent.index, agent.index.about
-        import agent.web.keywords
+        import agent.knowledge.keywords
         sys.argv = ["factweave", "serve", "--help"]
         runpy.run_module("agent.cli", run_name="__main__")
     """)

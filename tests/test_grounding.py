@@ -142,7 +142,7 @@ def test_connected_prefix_stops_where_the_chain_breaks():
 def test_chain_guard_cuts_at_the_first_fact_off_the_chain_and_hops_only_on_it():
     from agent.decoding.spans import CompletedFact
     from agent.pipeline.chaining import ChainGuard
-    from agent.web.keywords import bridge_entities
+    from agent.knowledge.keywords import bridge_entities
 
     followed: list[str] = []
     guard = ChainGuard(EDITH, lambda done: followed.append(done.text))
@@ -296,7 +296,7 @@ def test_a_comma_ends_a_bridge_name():
     """"Ford County, Kansas, United States" is three places to go on from, not one name searched
     as a whole (MuSiQue: the state's hop found only other counties of Kansas). Written for
     this test."""
-    from agent.web.keywords import bridge_entities
+    from agent.knowledge.keywords import bridge_entities
 
     fact = "Marlow Falls is the county seat of Breck County, Norvania, United States, named after Fort Breck."
     question = "What is the population of the state where Marlow Falls Airport is located?"
@@ -307,7 +307,7 @@ def test_a_name_particle_keeps_a_name_whole():
     """"Muhammad bin Musafir" is one name: a fact about him shares no entity with one about
     "Abdul-Aziz bin Muhammad" (2Wiki: "Tarum" for where Abdul-Aziz's father died, from a fact
     about another Muhammad, wrong and grounded at 443516d). Names invented for this test."""
-    from agent.web.keywords import extract_keywords
+    from agent.knowledge.keywords import extract_keywords
 
     assert extract_keywords("Karim bin Nasser ruled Velmora.")[0] == "Karim bin Nasser"
     question = "Where did Yusuf bin Karim's father die?"

@@ -14,7 +14,7 @@ import pytest
 
 from agent.knowledge.kamel import demo_kamel_root
 from agent.knowledge.loaders import load_facts
-from agent.web.graph_search import GraphSearchSettings
+from agent.web.web import KnowledgeWeb
 from agent.web.web import KnowledgeWeb
 from agent_fixtures import build_small_web
 from conftest import REPO
@@ -89,10 +89,14 @@ def test_both_tools_are_listed_with_their_schemas(session):
     assert ask.input_schema["required"] == ["question"]
     assert set(ask.input_schema["properties"]) == {"question", "include_trace", "conversation"}
     assert {"answer", "supported", "text", "facts", "timings"} <= set(ask.output_schema["properties"])
+    # A stated fact's schema is the agent's own record (agent.events.StatedFact), described field by field.
+    fact = ask.output_schema["$defs"]["StatedFact"]
+    assert set(fact["required"]) == {"start", "end", "text", "tree", "fact_id", "source", "provenance"}
+    assert all(p.get("description") for p in fact["properties"].values())
     assert search.input_schema["required"] == ["query"]
     assert search.input_schema["properties"]["k"]["maximum"] == 100
     assert {"hits", "keywords"} <= set(search.output_schema["properties"])
-    weights = GraphSearchSettings()  # the score's weights, as the search uses them
+    weights = KnowledgeWeb.SEARCH_DEFAULTS  # the score's weights, as the search uses them
     assert f"{weights.ppr_weight} x `ppr`" in search.description and "$" not in search.description
     assert f"{weights.lexical_weight} x\n`lexical`" in search.description
     for tool in (ask, search):  # what an LLM reads to choose a tool and fill its arguments
@@ -112,7 +116,7 @@ def test_search_facts_returns_scored_web_facts_with_provenance(session, mcp_web)
     for hit in hits:
         assert hit["text"] in web_facts
         # The graph search's parts, with the weights the tool's description states.
-        weights = GraphSearchSettings()
+        weights = KnowledgeWeb.SEARCH_DEFAULTS
         assert hit["score"] == pytest.approx(hit["cosine"] + weights.ppr_weight * hit["ppr"]
                                              + weights.passage_weight * hit["passage"]
                                              + weights.lexical_weight * hit["lexical"], abs=1e-4)

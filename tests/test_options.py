@@ -279,11 +279,10 @@ def test_each_option_is_dated_by_the_event_its_own_phrase_names():
     year Y joined a band is not it), X by any date its facts give; an option the question names
     without an event of its own is dated as the question asks. Written for this test."""
     from agent.embeddings import Embedder
-    from agent.knowledge.kamel import relations_file, value_types_file
     from agent.pipeline.asked import RelationLabels, RelationMatcher
     from agent.pipeline.options import option_event
 
-    matcher = RelationMatcher(Embedder(), RelationLabels.from_tsv(relations_file(), values=value_types_file()))
+    matcher = RelationMatcher(Embedder(), RelationLabels.bundled())
     plan = QuestionPlan(kind="choice", options=("The Velvet Gulls", "Ada Quint"), order="earlier")
     question = "Which came first, the forming of The Velvet Gulls or the birth of Ada Quint?"
     assert option_event(matcher, question, plan, "Ada Quint", "") == "birth"
@@ -330,11 +329,10 @@ def test_which_date_of_a_life_a_question_orders_by_in_several_wordings():
     ordered in time with no event named are ordered by birth; a film's order asks neither.
     Written for this test."""
     from agent.embeddings import Embedder
-    from agent.knowledge.kamel import relations_file, value_types_file
     from agent.pipeline.asked import RelationLabels, RelationMatcher
     from agent.pipeline.options import asked_event
 
-    matcher = RelationMatcher(Embedder(), RelationLabels.from_tsv(relations_file(), values=value_types_file()))
+    matcher = RelationMatcher(Embedder(), RelationLabels.bundled())
 
     def event(question: str, order: str, age: bool = False) -> str:
         return asked_event(matcher, question, QuestionPlan(kind="choice", options=("Ada Quint", "Bo Rask"),

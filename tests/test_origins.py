@@ -1,4 +1,4 @@
-"""The request checks of ``factweave serve`` and the UI (:mod:`agent.serve.origins`) on a real
+"""The request checks of ``factweave serve`` and the UI (:mod:`agent.http.origins`) on a real
 uvicorn server over real sockets: the ``Host`` header read whole, and WebSocket handshakes held
 to the same ``Host``/``Origin`` rules as HTTP requests (no model needed: a scripted chat model)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from llm_fixtures import ScriptedChat
 
 from agent.errors import FactweaveError
-from agent.serve.origins import OriginGuard, OriginPolicy
+from agent.http.origins import OriginGuard, OriginPolicy
 
 
 def _get(base_url: str, path: str, host: str) -> int:

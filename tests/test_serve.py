@@ -428,7 +428,7 @@ def test_an_empty_key_is_no_key_beyond_loopback(tmp_path):
     """FACTWEAVE_API_KEY set to an empty text passed the loopback check (a key "was set") while
     vLLM got none: a bind beyond loopback that anyone could use. Empty is no key: refused."""
     from agent.errors import FactweaveError
-    from agent.serve.origins import refuse_if_exposed
+    from agent.http.origins import refuse_if_exposed
     from agent.serve.vllm_server import VllmServe, check_vllm_serve
 
     serve = VllmServe("m", tmp_path / "kb.fidx", host="0.0.0.0")
@@ -564,7 +564,7 @@ def test_a_web_page_the_user_visits_cannot_drive_the_server(local_chat, serve_ch
     """The review's request: a "simple" cross-site POST (text/plain, a foreign Origin, a DNS
     rebinding Host) was answered 200. Each of the three is refused on its own; SDKs, curl and the
     server's own origin go on; names and origins the user allows are served."""
-    from agent.serve import OriginPolicy
+    from agent.http.origins import OriginPolicy
 
     base_url = serve_chat([local_chat])
     port = base_url.rsplit(":", 1)[1].split("/")[0]

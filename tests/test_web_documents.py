@@ -18,7 +18,8 @@ from agent.web.decompose import (
     parse_fact_lines,
 )
 from agent.web.documents import Document, chunk_document, read_documents, sentence_spans
-from agent.web.keywords import extract_keywords, keyword_id, only_in_longer_names, triple_keywords
+from agent.knowledge.keywords import extract_keywords, only_in_longer_names, triple_keywords
+from agent.web.documents import keyword_id
 from agent.web.subqueries import parse_queries
 
 WEB = DATA / "web"

@@ -32,6 +32,7 @@ import gradio as gr
 from gradio.utils import get_upload_folder
 
 from agent.errors import FactweaveError
+from agent.events import AnswerEvent
 from agent.knowledge.kamel import demo_kamel_root, kamel_questions
 from agent.pipeline.conversation import assistant_turn
 from agent.web.retrieval import MAX_QUESTION_CHARS
@@ -103,22 +104,22 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         attempts: list[dict[str, Any]] = []
         steps: list[str] = []
         records: list[dict[str, Any]] = []
-        reply: dict[str, Any] | None = None
+        reply: AnswerEvent | None = None
         last = 0.0
         try:
             yield history, "", session, trace_html({"question": question, "steps": [], "partial": True},
                                                    history_turns=told), proof_graph_html({"partial": True})
             for event in events:
                 kind = event["event"]
-                if kind in ("token", "fact"):
+                if event["event"] == "token" or event["event"] == "fact":
                     n = event["attempt"]
                     while len(attempts) <= n:
                         attempts.append({"tree": "", "text": "", "facts": []})
-                    if kind == "token":
+                    if event["event"] == "token":
                         attempts[n]["text"] += event["text"]
                     else:
                         attempts[n]["facts"].append(event["fact"])
-                elif kind == "step":
+                elif event["event"] == "step":
                     step = event["step"]
                     records.append(step)
                     steps.append(step_line(step))
@@ -128,7 +129,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                             attempts.append({"tree": "", "text": "", "facts": []})
                         attempts[n] = {"tree": step["tree"], "text": step.get("text", ""),
                                        "facts": step.get("facts", []), "hop": step.get("hop")}
-                elif kind == "answer":
+                elif event["event"] == "answer":
                     reply = event
                 now = time.monotonic()
                 if kind in ("step", "fact") or now - last > 0.08:
@@ -292,7 +293,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
 
         inputs = [question, chat, tree, beams, k, rerank, session]
         outputs = [chat, question, session, trace, proof]
-        common = {"concurrency_id": QUEUE, "concurrency_limit": concurrency, "show_progress": "hidden"}
+        common: dict[str, Any] = {"concurrency_id": QUEUE, "concurrency_limit": concurrency, "show_progress": "hidden"}
         ask_btn.click(ask, inputs, outputs, **common)
         question.submit(ask, inputs, outputs, **common)
         # Stop sets the session's flag: generation ends at the next token and the answer's event
@@ -323,11 +324,10 @@ def launch(app: gr.Blocks, *, host: str = "127.0.0.1", port: int = 7860, share: 
     """Serve ``app`` on ``host:port`` (loopback by default); return its local URL. ``block=False``
     returns at once (tests, notebooks). Requests naming another ``Host`` than loopback, an IP
     address or one of ``allowed_hosts``, or sent from another site's page, are refused
-    (:mod:`agent.serve.origins`: no web page the user visits can drive the UI)."""
+    (:mod:`agent.http.origins`: no web page the user visits can drive the UI)."""
     from starlette.middleware import Middleware
 
-    # lazy: the agent.serve package pulls torch (the UI opens its model only when launched)
-    from agent.serve.origins import OriginGuard, OriginPolicy
+    from agent.http.origins import OriginGuard, OriginPolicy
 
     policy = OriginPolicy.of([*allowed_hosts, *([".gradio.live"] if share else [])])
     guard = Middleware(OriginGuard, policy=policy, json_posts=False)

@@ -39,9 +39,9 @@ from typing import Any
 
 import networkx as nx
 
+from agent.knowledge.keywords import extract_keywords
 from agent.knowledge.normalize import normalize_answer
 from agent.pipeline.grounding import holds_answer
-from agent.web.keywords import extract_keywords
 
 MAX_NODES = 12  # a proof is a few facts; more would be a picture of the retrieval, not of the proof
 NODE_LABEL_CHARS = 28
@@ -167,8 +167,9 @@ def _statement_label(text: str, ends: Sequence[str]) -> str:
     them in that order ("was founded in 1987 by"), else the sentence without their names."""
     spans = [re.search(re.escape(name), text, flags=re.IGNORECASE) if name else None for name in ends]
     said = ""
-    if all(spans) and spans[0].end() <= spans[1].start():
-        said = text[spans[0].end():spans[1].start()]
+    found = [s for s in spans if s is not None]
+    if len(found) == len(spans) and found[0].end() <= found[1].start():
+        said = text[found[0].end():found[1].start()]
     if not said.strip(" .,;:"):
         said = text
         for name in ends:
@@ -330,9 +331,9 @@ def _layout(proof: _Proof) -> tuple[dict[str, tuple[float, float]], dict[str, fl
     layer: dict[str, int] = {}
     bands: list[list[list[str]]] = []
     for comp in components:
-        sources = sorted((k for k in comp if "question" in proof.nodes[k].roles), key=order.get) \
-            or [min(comp, key=order.get)]
-        layers = [sorted(nodes, key=order.get) for nodes in nx.bfs_layers(graph.subgraph(comp), sources)]
+        sources = sorted((k for k in comp if "question" in proof.nodes[k].roles), key=order.__getitem__) \
+            or [min(comp, key=order.__getitem__)]
+        layers = [sorted(nodes, key=order.__getitem__) for nodes in nx.bfs_layers(graph.subgraph(comp), sources)]
         for depth, nodes in enumerate(layers):
             for k in nodes:
                 layer[k] = depth
@@ -390,10 +391,10 @@ def _svg(proof: _Proof, uid: str) -> str:
     out.append(f"<defs>{defs}</defs>")
     pairs: dict[tuple[str, str], list[int]] = {}
     for i, e in enumerate(proof.edges):
-        pairs.setdefault(tuple(sorted((e.source, e.target))), []).append(i)
+        pairs.setdefault((min(e.source, e.target), max(e.source, e.target)), []).append(i)
     labels: list[str] = []
     for i, e in enumerate(proof.edges):
-        pair = tuple(sorted((e.source, e.target)))
+        pair = (min(e.source, e.target), max(e.source, e.target))
         group = pairs[pair]
         p0, p2 = pos[e.source], pos[e.target]
         # The normal of the pair's canonical direction: parallel edges keep their sides whichever
@@ -450,7 +451,7 @@ def _svg(proof: _Proof, uid: str) -> str:
             continue
         style = ("answer" if "answer" in roles else "withheld" if "withheld" in roles
                  else "question" if "question" in roles else "entity")
-        fill, stroke = _NODE_STYLE[style]
+        fill, outline = _NODE_STYLE[style]
         classes = ["fw-node", *(f"fw-node-{r}" for r in ("question", "answer", "withheld", "computed") if r in roles)]
         w = widths[key]
         thick = 2.4 if style in ("answer", "withheld") else 1.3
@@ -463,7 +464,7 @@ def _svg(proof: _Proof, uid: str) -> str:
             tip += "\nthe answer"
         out.append(f'<g class="{" ".join(classes)}" data-entity="{_e(node.label)}"><title>{_e(tip)}</title>'
                    f'<rect x="{x - w / 2:.1f}" y="{y - _NODE_H / 2:.1f}" width="{w:.1f}" height="{_NODE_H}" rx="13" '
-                   f'fill="{fill}" stroke="{stroke}" stroke-width="{thick}"{dash}/>'
+                   f'fill="{fill}" stroke="{outline}" stroke-width="{thick}"{dash}/>'
                    f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle" font-size="12" fill="#111827"{weight}>'
                    f'{_e(_short(node.label, NODE_LABEL_CHARS))}</text>')
         if "computed" in roles:  # the step's mark: a small "=" badge on the node's corner

@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -102,7 +102,7 @@ def attempt_html(text: str, facts: Sequence[dict[str, Any]], *, anchor: str = ""
     return f'<div class="fw-text{" " + css_class if css_class else ""}">' + "".join(out) + "</div>"
 
 
-def answer_header(reply: dict[str, Any]) -> str:
+def answer_header(reply: Mapping[str, Any]) -> str:
     """The answer line of a finished reply: a grounded answer with a badge saying in how many
     stated facts it is grounded; a withheld one with what the model said and why it was not
     given (styled apart); or "I don't know." and why."""
@@ -125,7 +125,7 @@ def answer_header(reply: dict[str, Any]) -> str:
     return f'<p class="fw-answer fw-unknown"><b>Answer: {_e(answer)}</b>{why}</p>'
 
 
-def chat_message(attempts: Sequence[dict[str, Any]], reply: dict[str, Any] | None = None, *,
+def chat_message(attempts: Sequence[dict[str, Any]], reply: Mapping[str, Any] | None = None, *,
                  anchor: str = "", steps: Sequence[str] = ()) -> str:
     """The assistant's chat message: the answer (when finished), then each generation attempt's
     text with its facts highlighted, and the steps so far in one dim line each.

@@ -20,13 +20,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.errors import FactweaveError
+from agent.events import AgentEvent
 from agent.index.union import GrowingFactIndex
 from agent.knowledge.facts import Fact
 from agent.models import PRESETS, preset_installed
@@ -102,11 +103,12 @@ class UIRuntime:
         self._owns_web = web is None
         # (recovered below, by the workspace with this runtime's overlay and upload limit)
         self.web = web if web is not None else open_web(settings, progress=progress, recover=False)
-        self.workspace = Workspace(self.web, overlay=_ModelOverlay(self), decomposer=self._decomposer,
+        overlay = _ModelOverlay(self)
+        self.workspace = Workspace(self.web, overlay=overlay, decomposer=self._decomposer,
                                    max_upload_bytes=max_upload_bytes)
         # Uploads and removals made through another door (`web add`, `web remove`, ...) reach the
         # overlay before the next answer (see :meth:`stream`).
-        self._follower = UploadsFollower(self.web.folder, self.workspace.overlay)
+        self._follower = UploadsFollower(self.web.folder, overlay)
         self._follow_lock = threading.Lock()
         try:
             self._open_model(settings.model, loaded=loaded)
@@ -129,6 +131,7 @@ class UIRuntime:
                                    pg_index=settings.pg_index)
         # Uploads are an overlay: the KB index as it is (in memory, on disk or in PostgreSQL) plus
         # one small tree per upload, queried as one; an upload costs what it adds, not the KB.
+        assert generator.index is not None, "open_generator builds the KB index from settings.kb"
         generator.index = GrowingFactIndex(generator.index, generator.tokenizer, max_facts=MAX_UPLOADED_FACTS)
         chat = open_chat(settings, loaded)
         with self._lock:
@@ -158,10 +161,16 @@ class UIRuntime:
 
         return upload_decomposer(self.settings, self.chat)
 
+    def overlay_index(self) -> GrowingFactIndex:
+        """The loaded generator's index: the KB's with the uploads over it (:meth:`_open_model`)."""
+        index = self.generator.index
+        assert isinstance(index, GrowingFactIndex), "_open_model gives every generator the uploads' overlay"
+        return index
+
     def _rebuild_index(self, facts: list[Fact]) -> int:
         """Replace the overlay by one over ``facts`` (the uploaded facts left after a removal); how
         many it holds. A new generator gets it: answers under way keep the one they started with."""
-        old = self.generator.index
+        old = self.overlay_index()
         index = GrowingFactIndex(old.base, self.generator.tokenizer, max_facts=old.max_facts)
         index.grow(facts)
         generator = self.generator.with_index(index)
@@ -199,7 +208,7 @@ class UIRuntime:
         return agent
 
     def stream(self, question: str, options: AskOptions, stop: threading.Event | None = None, *,
-               history: list[dict[str, str]] | None = None) -> Iterator[dict[str, Any]]:
+               history: list[dict[str, str]] | None = None) -> _Answer:
         """The agent's events for ``question`` (see ``FactAgent.stream``); ``history``: the
         session's earlier turns, oldest first, passed on as they are (the agent bounds them, see
         :meth:`history`); setting ``stop`` or closing the iterator stops generation. The agent's
@@ -327,7 +336,7 @@ class UIRuntime:
         """What the knowledge holds now (for the knowledge panel)."""
         stats = self.web.stats()
         return {"web": str(self.web.folder), "documents": stats.get("documents", 0), "facts": stats.get("facts", 0),
-                "keywords": stats.get("keywords", 0), "index_facts": len(self.generator.index.facts),
+                "keywords": stats.get("keywords", 0), "index_facts": len(self.overlay_index().facts),
                 "uploaded_facts": len(self.uploaded_facts()), "model": self.model_name,
                 "engine": getattr(self.loaded, "engine", "transformers")}
 
@@ -341,16 +350,16 @@ class _ModelOverlay:
 
     @property
     def added(self) -> int:
-        return self.runtime.generator.index.added
+        return self.runtime.overlay_index().added
 
     def grow(self, facts: list[Fact]) -> int:
-        return len(self.runtime.generator.index.grow(facts))
+        return len(self.runtime.overlay_index().grow(facts))
 
     def replace(self, facts: list[Fact]) -> int:
         return self.runtime._rebuild_index(facts)
 
     def held(self) -> frozenset[str]:
-        return self.runtime.generator.index.added_texts
+        return self.runtime.overlay_index().added_texts
 
 
 def _base_key(generator: Any) -> int:
@@ -363,14 +372,14 @@ class _Answer:
     """One answer's events (an iterator, see :meth:`UIRuntime.stream`); ``done`` runs once, when
     they end or are closed, whether they were read or not."""
 
-    def __init__(self, events: Iterator[dict[str, Any]], done: Callable[[], None]) -> None:
-        self._events: Iterator[dict[str, Any]] | None = events
+    def __init__(self, events: Generator[AgentEvent, None, None], done: Callable[[], None]) -> None:
+        self._events: Generator[AgentEvent, None, None] | None = events
         self._done = done
 
     def __iter__(self) -> _Answer:
         return self
 
-    def __next__(self) -> dict[str, Any]:
+    def __next__(self) -> AgentEvent:
         if self._events is None:
             raise StopIteration
         try:
@@ -383,6 +392,6 @@ class _Answer:
         events, self._events = self._events, None
         if events is not None:
             try:
-                events.close()  # type: ignore[attr-defined]
+                events.close()
             finally:
                 self._done()

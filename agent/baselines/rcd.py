@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import torch
 from transformers import (
@@ -141,7 +141,7 @@ class AnswerSetLogitsProcessor(LogitsProcessor):
                 tokens.append(self.sep_ids[0])
         return tokens
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.Tensor:
         mask = torch.full_like(scores, float("-inf"))
         for row in range(input_ids.shape[0]):
             generated = input_ids[row, self.prompt_len:].tolist()
@@ -179,7 +179,8 @@ class _LineDone(StoppingCriteria):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
         done = [("\n" in self.tokenizer.decode(row[self.prompt_len:], skip_special_tokens=True))
                 for row in input_ids]
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+        # transformers annotates a criterion's answer as BoolTensor; torch's ops return Tensor
+        return cast(torch.BoolTensor, torch.tensor(done, dtype=torch.bool, device=input_ids.device))
 
 
 class AnswerSetGenerator:

@@ -41,8 +41,8 @@ def llm_serve(model, host, port, api_key_env, allowed_hosts, cors_origins, insec
     """
     require("serve", "factweave llm serve")
     # lazy: the [serve] extra (required above); agent.serve pulls FastAPI and torch
-    from ..serve import OriginPolicy, run
-    from ..serve.origins import refuse_if_exposed
+    from ..http.origins import OriginPolicy, refuse_if_exposed
+    from ..serve import run
 
     api_key = os.environ.get(api_key_env) or None
     refuse_if_exposed(host, api_key, insecure)  # before the model loads

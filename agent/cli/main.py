@@ -5,7 +5,9 @@ import faulthandler
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -33,6 +35,10 @@ from .options import (
 )
 from .serve import serve_command
 from .web import web_group
+
+if TYPE_CHECKING:
+    from ..events import AnswerEvent
+    from ..pipeline import FactAgent
 
 
 def _console():
@@ -168,9 +174,10 @@ def index_build(kb: Path | None, model: str | None, inverse: bool, out: Path | N
     disk = backend == "disk"
     if disk and out.suffix == ".fwi":
         out = out.with_suffix(".fwd")
-    _, report = build_index_file(kb, tokenizer, out, inverse=inverse, model_name=model, disk=disk, memory_mb=memory_mb)
-    click.echo(f"{report.facts:,} facts, {report.nodes:,} nodes, {report.bytes / 1e6:.1f} MB, "
-               f"{report.seconds:.1f} s -> {report.path}")
+    _, file_report = build_index_file(kb, tokenizer, out, inverse=inverse, model_name=model, disk=disk,
+                                      memory_mb=memory_mb)
+    click.echo(f"{file_report.facts:,} facts, {file_report.nodes:,} nodes, {file_report.bytes / 1e6:.1f} MB, "
+               f"{file_report.seconds:.1f} s -> {file_report.path}")
 
 
 @index_group.command("list")
@@ -357,6 +364,7 @@ def ask(question, config, model, engine, kb, index_path, inverse, beams, max_tok
 
     with open_agent(settings, progress=not as_json) as agent:
         load_s = time.perf_counter() - t0
+        reply: Mapping[str, Any]
         if as_json:
             reply = agent.answer(question, history=history).as_dict()
         else:
@@ -386,7 +394,7 @@ def read_history(path: Path) -> list[dict[str, str]]:
                                  param_hint="--history") from None
 
 
-def _print_stream(agent, question: str, history: list[dict[str, str]] | None = None) -> dict:
+def _print_stream(agent: FactAgent, question: str, history: list[dict[str, str]] | None = None) -> AnswerEvent:
     """Run the agent, showing each step as it ends and the generated text as it streams (on a
     terminal with its constrained facts highlighted as they complete); returns the answer event."""
     from rich.live import Live
@@ -395,7 +403,7 @@ def _print_stream(agent, question: str, history: list[dict[str, str]] | None = N
     con = _console()
     live: Live | None = None
     text: Text | None = None
-    final: dict = {}
+    final: AnswerEvent | None = None
 
     def end_text() -> None:
         nonlocal live, text
@@ -407,8 +415,7 @@ def _print_stream(agent, question: str, history: list[dict[str, str]] | None = N
 
     try:
         for event in agent.stream(question, history=history):
-            kind = event["event"]
-            if kind == "token":
+            if event["event"] == "token":
                 if text is None:
                     text = Text()
                     if con.is_terminal:
@@ -419,19 +426,22 @@ def _print_stream(agent, question: str, history: list[dict[str, str]] | None = N
                     live.refresh()
                 else:
                     click.echo(event["text"], nl=False)
-            elif kind == "fact" and text is not None:
-                text.stylize("bold green", event["fact"]["start"], event["fact"]["end"])
-            elif kind == "step":
+            elif event["event"] == "fact":
+                if text is not None:
+                    text.stylize("bold green", event["fact"]["start"], event["fact"]["end"])
+            elif event["event"] == "step":
                 end_text()
                 con.print(f"[dim]{_plain(describe_step(event['step']))}[/dim]")
-            elif kind == "answer":
+            else:
                 final = event
     finally:
         end_text()
+    if final is None:  # the agent always ends with its answer; this guards a broken stream
+        raise FactweaveError("the agent's stream ended without an answer")
     return final
 
 
-def _print_summary(reply: dict) -> None:
+def _print_summary(reply: Mapping[str, Any]) -> None:
     con = _console()
     trace = reply["trace"]
     con.print()

@@ -59,8 +59,8 @@ def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_
         raise click.UsageError("--index and --engine-arg are for --engine vllm")
     # lazy: the [serve] extra (required above); agent.runtime and agent.serve pull torch and FastAPI
     from ..runtime import load_settings_model, open_agent
-    from ..serve import OriginPolicy, ServerLimits, bind_socket, run
-    from ..serve.origins import refuse_if_exposed
+    from ..http.origins import OriginPolicy, refuse_if_exposed
+    from ..serve import ServerLimits, bind_socket, run
 
     settings = load_settings(config, model=model, engine=engine, web=web_dir, tree=tree, rerank=rerank, host=host, port=port,
                              max_concurrency=max_concurrency, max_queue=max_queue,

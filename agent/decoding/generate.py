@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
@@ -50,7 +50,7 @@ def parse_answer(text: str) -> tuple[str, bool]:
 class Answer:
     """One answered question: ``text`` is everything generated, ``answer`` the final answer."""
 
-    question: str
+    question: Prompt
     answer: str
     text: str
     facts: list[FactSpan]
@@ -107,7 +107,7 @@ class _AnswerLineDone(StoppingCriteria):
                 prefix = self.prefixes[min(row // rows_per_item, len(self.prefixes) - 1)]
                 text = prefix + self.tokenizer.decode(input_ids[row, self.prompt_len :], skip_special_tokens=True)
                 done[row] = any(m.group(1).strip() for m in _ANSWER.finditer(text.rsplit("\n", 1)[0]))
-        return done
+        return cast(torch.BoolTensor, done)  # transformers annotates BoolTensor; torch's ops return Tensor
 
 
 class _Cancelled(StoppingCriteria):
@@ -117,7 +117,8 @@ class _Cancelled(StoppingCriteria):
         self.event = event
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
-        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+        return cast(torch.BoolTensor, torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool,
+                                                 device=input_ids.device))
 
 
 class _ItemsCut(StoppingCriteria):
@@ -129,10 +130,10 @@ class _ItemsCut(StoppingCriteria):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
         if not self.items:
-            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+            return cast(torch.BoolTensor, torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device))
         rows = torch.arange(input_ids.shape[0], device=input_ids.device) // max(1, input_ids.shape[0] // self.n_items)
         cut = torch.tensor(sorted(self.items), dtype=torch.long, device=input_ids.device)
-        return torch.isin(rows, cut)
+        return cast(torch.BoolTensor, torch.isin(rows, cut))
 
 
 class _FirstLogits(LogitsProcessor):
@@ -325,7 +326,9 @@ class FactGenerator:
         run = self._prepare(questions, constrained, beams, max_new_tokens, index, on_fact, reply_prefix, cancel,
                             stop_items)
         if len(run.questions) == 1 and run.kwargs["num_beams"] == 1:
-            return [next(e.answer for e in self._stream_greedy(run, on_fact, cancel, stop_items) if e.kind == "done")]
+            answer = next(e.answer for e in self._stream_greedy(run, on_fact, cancel, stop_items) if e.kind == "done")
+            assert answer is not None  # the "done" event carries the answer
+            return [answer]
         out = self._generate(run)
         generated = time.perf_counter()
         return self._finish(run, out[:, run.prompt_len:].tolist(), generated)
@@ -392,6 +395,7 @@ class FactGenerator:
                     yield GenerationEvent("token", text[len(shown):])
                     shown = text
                 if tracker is not None:
+                    assert state is not None  # started with the tracker
                     done = len(state.spans)
                     state = tracker.advance(state, token, len(tokens) - 1)
                     if len(state.spans) > done:
@@ -420,8 +424,8 @@ class FactGenerator:
 
         ids = run.inputs["input_ids"][0].tolist()
         cache = run.kwargs.get(self._cache_kw)
-        options = {"tracker": run.tracker, "prompt_text": run.prompts[0], "on_fact": on_fact, "cancel": cancel,
-                   "stop": stop_items}
+        options: dict[str, Any] = {"tracker": run.tracker, "prompt_text": run.prompts[0], "on_fact": on_fact,
+                                   "cancel": cancel, "stop": stop_items}
         if self.steps is not None:
             session, run.cached_tokens = self.open_session(ids, **options)
         else:  # (the prefix cache was looked up by _prepare, for generate's sake too)
@@ -441,6 +445,7 @@ class FactGenerator:
                         yield GenerationEvent("token", text[len(shown):])
                         shown = text
                 elif kind == "fact":
+                    assert run.tracker is not None  # facts come only from a tracker
                     _, spans = locate_spans(self.tokenizer, run.tracker.index, tokens,
                                             [(value.id, value.start, value.end)])
                     yield GenerationEvent("fact", fact=spans[0])
@@ -488,6 +493,7 @@ class FactGenerator:
         clock = _FirstLogits()
         processors = LogitsProcessorList([clock])
         if constrained:
+            assert tracker is not None  # checked above
             processors.append(FactConstrainedLogitsProcessor(tracker, prompts, num_beams=beams, on_fact=on_fact,
                                                              stop_items=stop_items,
                                                              eos_token_id=_eos_id(self.tokenizer)))

@@ -30,8 +30,8 @@ Example::
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -40,6 +40,9 @@ from ..models import cache_keyword
 from .spans import CompletedFact
 from .tracker import FactTracker, TraceState
 from .vocab import TokenVocab
+
+if TYPE_CHECKING:
+    from ..index.trie import FactIndex
 
 # The most tokens fed in one forward pass (a long fact is fed in pieces of this size).
 MAX_JUMP = 256
@@ -86,6 +89,7 @@ class TransformersSteps:
                 ids = torch.tensor([list(tokens[first:first + MAX_JUMP])], dtype=torch.long, device=self.device)
                 out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **{self._cache_arg: state})
                 logits = out.logits[0, -1]
+        assert logits is not None  # the decoder never feeds an empty list of tokens
         return logits.float(), state
 
     def feed_all(self, tokens: Sequence[int], state: Any) -> tuple[torch.Tensor, Any]:
@@ -153,14 +157,16 @@ class DecodeSession:
         if drop <= 0:
             return
         spent = self.trace.cursor.used if self.tracker is not None and self.trace is not None else None
+        steps = cast(ScoringSteps, self.steps)  # rewinding needs an engine that crops (see above)
         # The cache may also hold a cached prompt start that ``fed`` does not list.
-        self.state = self.steps.crop(self.state, self.steps.length(self.state) - drop - 1)
+        self.state = steps.crop(self.state, steps.length(self.state) - drop - 1)
         self.fed = self.fed[:len(self.fed) - drop]
         self.logits, self.state = self.steps.feed(self.fed[-1:], self.state)
         self.out = self.out[:keep]
         self.ended = False
         if self.tracker is not None:
             trace = self._start
+            assert trace is not None  # the tracker's start, set with it
             for pos, token in enumerate(self.out):
                 trace = self.tracker.advance(trace, token, pos)
             if spent is not None and not trace.active:
@@ -173,6 +179,7 @@ class DecodeSession:
         if self.tracker is None:
             return
         trace = self._start
+        assert trace is not None  # the tracker's start, set with it
         for pos, token in enumerate(self.out):
             trace = self.tracker.advance(trace, token, pos)
         self.trace = trace
@@ -191,7 +198,7 @@ class DecodeSession:
         own, on_fact = self.tracker, self.on_fact
         self.tracker, self.on_fact = tracker, None
         self.trace = tracker.start()
-        index = tracker.index
+        index = cast("FactIndex", tracker.index)  # callers build a FactIndex of the line's texts
         budget = max(at_least, max(len(index.fact_tokens(i)) for i in range(len(index))) + LINE_SLACK)
         try:
             self.feed(trigger, reply=True)
@@ -214,7 +221,8 @@ class DecodeSession:
         cropped back after each one (the engine must support it, :class:`ScoringSteps`)."""
         if self.logits is None:
             raise RuntimeError("feed the prompt before choosing")
-        base = self.steps.length(self.state)
+        steps = cast(ScoringSteps, self.steps)  # choosing needs an engine that crops (see above)
+        base = steps.length(self.state)
         first = torch.log_softmax(self.logits, dim=-1)
         scores: list[float] = []
         for tokens in candidates:
@@ -224,16 +232,16 @@ class DecodeSession:
                 continue
             total = float(first[tokens[0]])
             if len(tokens) > 1:
-                logits, self.state = self.steps.feed_all(tokens[:-1], self.state)
+                logits, self.state = steps.feed_all(tokens[:-1], self.state)
                 logprobs = torch.log_softmax(logits, dim=-1)
                 total += float(sum(logprobs[i, tokens[i + 1]] for i in range(len(tokens) - 1)))
-                self.state = self.steps.crop(self.state, base)
+                self.state = steps.crop(self.state, base)
             scores.append(total / len(tokens))
         best = max(range(len(scores)), key=scores.__getitem__) if scores else -1
         return best, scores
 
     def generate(self, max_new_tokens: int, answer_done: Callable[[list[int]], bool] | None = None,
-                 line_done: bool = False, facts_free: bool = False) -> Iterator[tuple[str, Any]]:
+                 line_done: bool = False, facts_free: bool = False) -> Generator[tuple[str, Any], None, None]:
         """Let the model write up to ``max_new_tokens`` tokens, greedily (constrained in fact
         lines). Ends at its end-of-sequence token, when ``answer_done`` says so, or at the end
         of the first line it completes when ``line_done``. Yields ``("token", id)`` per token
@@ -268,6 +276,7 @@ class DecodeSession:
             # The tokens the fact now forces: fed with this one in a single pass.
             while (self.trace is not None and self.trace.active and written < max_new_tokens and total < ceiling
                    and len(feed) < MAX_JUMP):
+                assert self.tracker is not None  # a trace is kept only with a tracker
                 allowed = self.tracker.allowed(self.trace)
                 if len(allowed) != 1 or int(allowed[0]) in self.eos_ids:
                     break
@@ -286,8 +295,10 @@ class DecodeSession:
 
     def _pick(self) -> int:
         logits = self.logits
+        assert logits is not None  # generate checks that the prompt was fed
         if self.tracker is None:
             return int(torch.argmax(logits))
+        assert self.trace is not None  # a tracker always has a trace
         if self.trace.active:
             allowed = self.tracker.allowed(self.trace)
             if len(allowed) == 1:
@@ -306,6 +317,7 @@ class DecodeSession:
         events: list[tuple[str, Any]] = [("token", token)]
         if self.tracker is None:
             return events
+        assert self.trace is not None  # a tracker always has a trace
         done = len(self.trace.spans)
         self.trace = self.tracker.advance(self.trace, token, len(self.out) - 1)
         if len(self.trace.spans) > done:

@@ -103,6 +103,7 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
         """Each row's generated tokens. With one beam a row stays a row from step to step, so only
         the newest token is read from the device (on a GPU, one small copy per step); beams are
         reordered between steps, so their rows are read whole."""
+        assert self._prompt_len is not None  # set by __call__ first
         n = input_ids.shape[1] - self._prompt_len
         rows = self._rows
         if (self.num_beams == 1 and rows is not None and len(rows) == input_ids.shape[0]
@@ -116,6 +117,7 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
 
     def _report(self, item: int, state: TraceState) -> None:
         """Hand each fact of ``state`` not reported yet in this call to ``on_fact``."""
+        assert self.on_fact is not None  # __call__ reports only when there is one
         for fact_id, start, end in state.spans:
             if (item, fact_id) not in self._reported:
                 self._reported.add((item, fact_id))

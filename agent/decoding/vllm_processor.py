@@ -23,7 +23,7 @@ Trees: the server's (the disk index), or a request's own facts (``extra_args={"r
 same facts; their caps, checked when the request arrives, and the cache:
 :mod:`agent.decoding.rule_args`). A request's own tree grows while
 it generates when it asks for hops (``"refactx_hops": N``): each fact it completes names entities
-the question does not (:func:`~agent.web.keywords.bridge_entities`: a triple's object and
+the question does not (:func:`~agent.knowledge.keywords.bridge_entities`: a triple's object and
 subject, a statement's names; the question is ``"refactx_question"``, else the prompt), and the
 server tree's facts about each (:func:`~agent.index.about.facts_about`: the triples whose subject
 it is, the statements that open with it; at most :data:`HOP_FACTS`) join the request's tree
@@ -57,7 +57,7 @@ import torch
 from ..index import GrowingFactIndex
 from ..index.about import facts_about
 from ..index.base import FactTree
-from ..web.keywords import bridge_entities
+from ..knowledge.keywords import bridge_entities
 from .processor import mask_row
 from .rule_args import RuleArgs, TreeCache
 from .tracker import FactTracker, TraceState
@@ -183,7 +183,7 @@ class FactRuleProcessor(LogitsProcessor):
         if not args.hops:
             return FactTracker(own, self.tracker.vocab), None
         tree = GrowingFactIndex(own, self.tokenizer, max_facts=args.hops * HOP_FACTS)  # grows beside own, not in it
-        question = args.question or self.tokenizer.decode(prompt_ids, skip_special_tokens=True)
+        question = args.question or str(self.tokenizer.decode(prompt_ids, skip_special_tokens=True))
         return FactTracker(tree, self.tracker.vocab), _Hops(tree, self.index, self.tokenizer, question, args.hops)
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:

@@ -86,6 +86,7 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
         set_generator = AnswerSetGenerator(loaded.model, loaded.tokenizer, beams=settings.beams)
     candidates: dict[str, list[str]] = {}
     if {"rcd", "rcd-static"} & set(names):
+        assert kamel_root is not None  # checked above (KAMEL_ONLY)
         candidates = relation_objects(kamel_root)
     methods: list[Any] = []
     if KGD_VARIANTS.keys() & set(names):
@@ -99,14 +100,19 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
         elif name == "refactx":
             methods.append(ReFactXMethod(generator))
         elif name == "web-rag":
+            assert knowledge is not None  # the caller opens it for these methods (_NEEDS_KNOWLEDGE)
             methods.append(WebRAGMethod(ListedFactsReader(generator), knowledge.web, k=settings.k))
         elif name == "agent":
+            assert knowledge is not None  # the caller opens it for these methods (_NEEDS_KNOWLEDGE)
             methods.append(AgentMethod(_agent(generator, knowledge, settings, loaded)))
         elif name in ("rcd", "rcd-static"):
+            assert set_generator is not None  # made above for these methods
             methods.append(RCDMethod(set_generator, candidates, static=name == "rcd-static"))
         elif name == "vd":
+            assert set_generator is not None  # made above for these methods
             methods.append(VanillaSetMethod(set_generator))
         else:
+            assert kamel_root is not None  # checked above (KAMEL_ONLY)
             methods.append(MajorityMethod(majority_objects(kamel_root, "dev" if split == "train" else "train")))
     return methods
 
@@ -267,6 +273,7 @@ def run_evaluation(dataset: str, *, settings: Settings, data: str | Path | None 
         meta["resumed_rows"] = len(done)
     report = EvalReport(dataset, settings.model, run_settings, results, time.perf_counter() - started, meta)
     if log is not None:
+        assert out_dir is not None  # the log is opened only with one
         report.write(out_dir)
         log.remove()
     return report

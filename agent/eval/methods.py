@@ -188,7 +188,7 @@ class AgentMethod:
                          if i in retrieved],
             "timings": trace["timings"],
         }
-        return MethodAnswer(reply.answer, not trace["truncated"], reply.text, reply.facts,
+        return MethodAnswer(reply.answer, not trace["truncated"], reply.text, [dict(f) for f in reply.facts],
                             trace["tokens"]["generated"], trace["tokens"]["prompt"], extra)
 
 

@@ -125,7 +125,7 @@ def read_wordings(path: Path) -> dict[str, dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError as error:
+        except json.JSONDecodeError as error:
             raise InputError(path, number, f"not JSON ({error.msg})") from None
         if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not isinstance(row.get("text"), str):
             raise InputError(path, number, 'expected {"id": "...", "text": "...", ...}')

@@ -105,6 +105,7 @@ class DiskFactIndex:
                 continue
             digest = hashlib.blake2b(digest_size=16)
             for lo in range(0, s["bytes"], 8 << 20):
+                assert self._mm is not None  # a section with bytes means a non-empty, mapped file
                 hi = min(s["bytes"], lo + (8 << 20))
                 digest.update(self._mm[base + s["offset"] + lo : base + s["offset"] + hi])
             if digest.hexdigest() != s["blake2b"]:
@@ -160,6 +161,7 @@ class DiskFactIndex:
                 off += int(self._long_lens[a:b].sum(dtype=np.int64)) - 255 * int(b - a)
         n = self._rest_bytes(i)
         pos = self._rest_start + off
+        assert self._mm is not None  # the file holds at least its header, so it is mapped
         text = self._mm[pos : pos + n].decode("utf-8")
         cpt = self._cp_token
         rest = [cpt[ord(c)] for c in text]
@@ -221,12 +223,12 @@ class DiskFactIndex:
                 sub = self._min64[: self._full4096 // BLOCK].reshape(-1, BLOCK)[supers]
                 r, c = np.nonzero(sub == b)
                 blocks.append(supers[r] * BLOCK + c)
-        blocks = np.sort(np.concatenate(blocks)) if blocks else np.zeros(0, np.int64)
+        block_ids = np.sort(np.concatenate(blocks)) if blocks else np.zeros(0, np.int64)
         found = [x + np.flatnonzero(lcp[x:y] == b) for x, y in pieces if y > x]
-        if len(blocks):
+        if len(block_ids):
             full = lcp[: self._full64].reshape(-1, BLOCK)
-            r, c = np.nonzero(full[blocks] == b)
-            found.append(blocks[r] * BLOCK + c)
+            r, c = np.nonzero(full[block_ids] == b)
+            found.append(block_ids[r] * BLOCK + c)
         return b, np.sort(np.concatenate(found))
 
     def _branch(self, lo: int, hi: int) -> tuple[int, np.ndarray]:
@@ -255,6 +257,7 @@ class DiskFactIndex:
             elif hi - lo == 1:
                 out = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
             else:
+                assert positions is not None  # hi - lo > 1 here, so _branch ran
                 starts = positions.astype(np.int64)
                 tokens = self._first[starts].astype(np.int64)
                 if not terminal:
@@ -414,6 +417,7 @@ class DiskFactIndex:
             lens_b[self._long_rows[a:b].astype(np.int64) - lo] = self._long_lens[a:b]
         off = int(self._block_offsets[lo // BLOCK])
         nbytes = int(lens_b.sum())
+        assert self._mm is not None  # the file holds at least its header, so it is mapped
         raw = np.frombuffer(self._mm, dtype=np.uint8, count=nbytes, offset=self._rest_start + off)
         starts = (raw & 0xC0) != 0x80
         ranks = ranks_of_utf8(raw.tobytes())

@@ -57,9 +57,9 @@ def build_index_file(kb: str | Path, tokenizer: Any, out: str | Path, *, inverse
         stats = build_disk_index(load_facts(kb, inverse=inverse), tokenizer, out, memory_mb=memory_mb,
                                  progress=progress, meta={"model": model_name, "kb": str(Path(kb).resolve()),
                                                           "inverse": inverse, "source_key": source_key(kb, inverse)})
-        index = DiskFactIndex.open(out, tokenizer)
-        return index, BuildReport(Path(out), len(index), index.node_count, time.perf_counter() - start,
-                                  stats["bytes"])
+        disk_index = DiskFactIndex.open(out, tokenizer)
+        return disk_index, BuildReport(Path(out), len(disk_index), disk_index.node_count,
+                                       time.perf_counter() - start, stats["bytes"])
     index = FactIndex.build(load_facts(kb, inverse=inverse), tokenizer, progress=progress)
     path = save_index(index, out, meta={"model": model_name, "kb": str(Path(kb).resolve()), "inverse": inverse,
                                         "source_key": source_key(kb, inverse)})

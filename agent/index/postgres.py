@@ -153,26 +153,26 @@ class PostgresFactIndex:
         cols = sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS)
         # The row holding the node, and when it is an upper node with a small subtree, every row
         # of that subtree too: one round trip prefetches all a fact's path below it.
-        self._sql_row = sql.SQL(
+        sql_row = sql.SQL(
             "WITH r AS (SELECT lo, hi, subtree_end, leaf_count, fact_id, data FROM {s}.tree "
             "WHERE lo <= %(n)s ORDER BY lo DESC LIMIT 1) "
             "SELECT lo, hi, subtree_end, leaf_count, fact_id, data FROM r UNION ALL "
             "SELECT t.lo, t.hi, t.subtree_end, t.leaf_count, t.fact_id, t.data FROM {s}.tree t, r "
             "WHERE r.subtree_end > r.hi AND r.subtree_end - r.lo <= %(p)s AND t.lo > r.lo AND t.lo < r.subtree_end"
         ).format(s=s)
-        self._sql_top = sql.SQL(
+        sql_top = sql.SQL(
             "SELECT lo, hi, subtree_end, leaf_count, fact_id, data FROM {s}.tree "
             "WHERE subtree_end > hi AND subtree_end - lo > %(p)s ORDER BY subtree_end - lo DESC LIMIT %(k)s"
         ).format(s=s)
-        self._sql_fact = sql.SQL("SELECT {c} FROM {s}.facts WHERE id = %s").format(c=cols, s=s)
-        self._sql_facts = sql.SQL("SELECT {c} FROM {s}.facts WHERE id >= %s AND id < %s ORDER BY id").format(c=cols, s=s)
+        sql_fact = sql.SQL("SELECT {c} FROM {s}.facts WHERE id = %s").format(c=cols, s=s)
+        sql_facts = sql.SQL("SELECT {c} FROM {s}.facts WHERE id >= %s AND id < %s ORDER BY id").format(c=cols, s=s)
         self._pool = ConnectionPool(dsn, min_size=1, max_size=max(1, pool_size), open=True, timeout=10,
                                     kwargs={"autocommit": True, "prepare_threshold": 0},
                                     name=f"factweave-{name}")
         try:
             with self._pool.connection() as conn:  # render the statements once, not per query
                 self._sql_row, self._sql_top, self._sql_fact, self._sql_facts = (
-                    q.as_string(conn) for q in (self._sql_row, self._sql_top, self._sql_fact, self._sql_facts))
+                    q.as_string(conn) for q in (sql_row, sql_top, sql_fact, sql_facts))
             self.facts = PostgresFacts(self)
             self._preload_top()
             self._row(0)
@@ -275,7 +275,7 @@ class PostgresFactIndex:
         rows = self._query(self._sql_top, {"p": self.prefetch_nodes, "k": self.cache_rows // 2})
         with self._lock:
             for row in reversed(rows):  # the biggest subtrees last: the most recently used
-                self._remember(RawRow(*row[:5], bytes(row[5])))
+                self._remember(RawRow._make((*row[:5], bytes(row[5]))))
 
     def _remember(self, row: RawRow | UpperRow | BlockRow) -> None:
         if row.lo not in self._rows:
@@ -286,7 +286,8 @@ class PostgresFactIndex:
     def _fetch(self, node: int) -> UpperRow | BlockRow:
         # Rows come back raw and are decoded when first used: a prefetched subtree costs its
         # transfer, not the decoding of branches this fact will not take.
-        raws = [RawRow(*row[:5], bytes(row[5])) for row in self._query(self._sql_row, {"n": node, "p": self.prefetch_nodes})]
+        raws = [RawRow._make((*row[:5], bytes(row[5])))
+                for row in self._query(self._sql_row, {"n": node, "p": self.prefetch_nodes})]
         raw = next((r for r in raws if r.lo <= node < r.hi), None)
         if raw is None:
             raise KeyError(f"node {node} is not in fact index {self.name!r}")

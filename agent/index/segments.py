@@ -97,8 +97,8 @@ class FactTokenizer:
             else:
                 out.append(units[f.subject] + units[f.predicate] + units[f.object] + end)
         if statements:
-            for i, ids in zip(statements, fact_token_ids(self.tokenizer, [facts[i].text for i in statements])):
-                out[i] = tuple(ids)
+            for i, token_ids in zip(statements, fact_token_ids(self.tokenizer, [facts[i].text for i in statements])):
+                out[i] = tuple(token_ids)
         self._check(facts, out)
         return out
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, cast
 
 import numpy as np
 
@@ -46,6 +46,12 @@ from .tokens import fact_token_ids, tokenizer_fingerprint
 from .trie import FactIndex
 
 _NO_TOKENS = np.zeros(0, dtype=np.int32)
+
+
+class _Fingerprinted(Protocol):
+    """An index's tokenizer fingerprint (every index has one; :class:`FactTree` does not list it)."""
+
+    fingerprint: str
 
 
 class UnionCursor(NamedTuple):
@@ -111,15 +117,16 @@ class GrowingFactIndex:
 
     def __init__(self, base: FactTree, tokenizer: Any, *, max_facts: int = 4096, check_base: bool | None = None) -> None:
         mine = tokenizer_fingerprint(tokenizer)
-        if base.fingerprint != mine:
+        theirs = cast(_Fingerprinted, base).fingerprint  # every index sets it; FactTree does not declare it
+        if theirs != mine:
             raise IndexMismatchError(
-                f"the base index was built for another tokenizer ({base.fingerprint[:12]}), not for this one "
+                f"the base index was built for another tokenizer ({theirs[:12]}), not for this one "
                 f"({mine[:12]}); every segment of a growing index must share one tokenizer")
         if max_facts < 0:
             raise ValueError("max_facts must be >= 0")
         self.base = base
         self.tokenizer = tokenizer
-        self.fingerprint: str = base.fingerprint
+        self.fingerprint: str = theirs
         self.max_facts = max_facts
         self.check_base = isinstance(base, (FactIndex, DiskFactIndex)) if check_base is None else check_base
         self.facts = UnionFacts(self)

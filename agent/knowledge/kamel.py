@@ -53,19 +53,6 @@ class _Row:
     objects: tuple[tuple[str, ...], ...]
 
 
-def relations_file() -> Path:
-    """The bundled relation vocabulary: Wikidata's English labels and descriptions of KAMEL's 234
-    relations (``agent/data/relations/property-labels.tsv``; attribution in ``agent/data/README.md``).
-    The answer check (:mod:`agent.pipeline.asked`) compares questions with them."""
-    return Path(__file__).resolve().parent.parent / "data" / "relations" / "property-labels.tsv"
-
-
-def value_types_file() -> Path:
-    """Which of the bundled relations take numbers (``agent/data/relations/value-types.tsv``,
-    written from KAMEL's values by ``tools/relation_value_types.py``)."""
-    return relations_file().with_name("value-types.tsv")
-
-
 def demo_kamel_root() -> Path:
     """The small KAMEL selection shipped inside the package (see ``agent/data/README.md``)."""
     return Path(__file__).resolve().parent.parent / "data" / "demo" / "kamel"
@@ -188,7 +175,7 @@ def read_kamel(
     root = Path(root)
     splits = (splits,) if isinstance(splits, str) else tuple(splits)
     labels = property_labels(root)
-    files = []
+    files: list[tuple[str, Path]] = []
     for relation in relation_ids(root, relations):
         if relation not in labels:
             message = f"no label for property {relation} (relations/{relation})"

@@ -95,7 +95,9 @@ class _Cursor:
         self.pos = 0
 
     def skip_space(self) -> None:
-        self.pos = _SPACE.match(self.line, self.pos).end()
+        space = _SPACE.match(self.line, self.pos)
+        assert space is not None  # a run of spaces, maybe empty: it always matches
+        self.pos = space.end()
 
     def at_end(self) -> bool:
         self.skip_space()

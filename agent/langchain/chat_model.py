@@ -112,9 +112,11 @@ class ChatFactweave(BaseChatModel):
             if event.kind == "token":
                 message = AIMessageChunk(content=event.text)
             elif event.kind == "fact":
+                assert event.fact is not None  # a "fact" event carries its fact
                 message = AIMessageChunk(content="", response_metadata={"facts": [event.fact.as_dict()]})
             else:
                 # The facts were sent as they completed; an empty list merges into them unchanged.
+                assert event.answer is not None  # the "done" event carries the answer
                 message = AIMessageChunk(content="", usage_metadata=_usage(event.answer), chunk_position="last",
                                          response_metadata={**self._metadata(event.answer), "facts": [],
                                                             "standalone": turns[-1]["content"]})

@@ -1,14 +1,15 @@
 """The agent as a LangChain ``Runnable``: a question in, the answer with its facts and trace out."""
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any, Optional, Union
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
+from typing import Any, Optional, Union, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from typing_extensions import NotRequired, TypedDict
 
 from ..errors import FactweaveError
+from ..events import AgentEvent
 from ..pipeline import FactAgent
 from ..pipeline.conversation import as_turns, split_conversation
 
@@ -32,7 +33,7 @@ class AgentConversation(TypedDict):
 AgentInput = Union[str, AgentQuestion, AgentConversation, Sequence[Any]]
 
 
-class FactAgentRunnable(Runnable[AgentInput, dict[str, Any]]):
+class FactAgentRunnable(Runnable[AgentInput, Mapping[str, Any]]):
     """A :class:`~agent.pipeline.FactAgent` as a LangChain ``Runnable``.
 
     Input: a question; ``{"question": ..., "history": [...], "beams": n}``; a conversation, as a
@@ -72,21 +73,22 @@ class FactAgentRunnable(Runnable[AgentInput, dict[str, Any]]):
         self.name = name
 
     def invoke(self, input: AgentInput, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
-        return self._call_with_config(self._answer, input, config, run_type="chain")
+        return cast(dict[str, Any], self._call_with_config(self._answer, input, config, run_type="chain"))
 
     def stream(self, input: AgentInput, config: RunnableConfig | None = None,
-               **kwargs: Any) -> Iterator[dict[str, Any]]:
-        yield from self._transform_stream_with_config(iter([input]), self._events, config, run_type="chain")
+               **kwargs: Any) -> Generator[AgentEvent, None, None]:
+        events = self._transform_stream_with_config(iter([input]), self._events, config, run_type="chain")
+        yield from cast(Iterator[AgentEvent], events)
 
     async def astream(self, input: AgentInput, config: RunnableConfig | None = None,
-                      **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
+                      **kwargs: Any) -> AsyncIterator[AgentEvent]:
         # Runnable's default astream would yield only the final output; the agent is blocking,
         # so the sync event stream is read in a worker thread, one event at a time.
         events = self.stream(input, config, **kwargs)
         done = object()
         try:
             while (event := await run_in_executor(None, next, events, done)) is not done:
-                yield event
+                yield cast(AgentEvent, event)
         finally:
             events.close()  # stops the generation when the reader leaves early
 
@@ -94,7 +96,7 @@ class FactAgentRunnable(Runnable[AgentInput, dict[str, Any]]):
         question, history, beams = _question(value)
         return self.agent.answer(question, history=history, beams=beams).as_dict()
 
-    def _events(self, values: Iterator[AgentInput]) -> Iterator[dict[str, Any]]:
+    def _events(self, values: Iterator[AgentInput]) -> Iterator[AgentEvent]:
         for value in values:
             question, history, beams = _question(value)
             yield from self.agent.stream(question, history=history, beams=beams)

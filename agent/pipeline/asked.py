@@ -67,7 +67,7 @@ why ("the fact says field of work; the question asks instrument").
 
 Example::
 
-    matcher = RelationMatcher(embedder, RelationLabels.from_tsv(relations_file()))
+    matcher = RelationMatcher(embedder, RelationLabels.bundled())
     AskedChecker(matcher).check("What instrument did Buck Owens play?", "country music",
                                 ["<Buck Owens> <field of work> <country music> ."], chain=[0])
     # AskedCheck(passed=False, fact=0, says="field of work", asks="instrument", ...)
@@ -87,8 +87,8 @@ import numpy as np
 
 from ..index.base import FactTree
 from ..knowledge.facts import parse_triple
+from ..knowledge.keywords import STOP_WORDS, extract_keywords
 from ..knowledge.normalize import normalize_answer
-from ..web.keywords import STOP_WORDS, extract_keywords
 from .grounding import holds_answer
 from .plan import AUXILIARIES
 from .values import answer_type_fits, parse_date, parse_number
@@ -161,6 +161,10 @@ class AskedCheck:
                 "score": round(self.score, 4), "how": self.how}
 
 
+BUNDLED_RELATIONS = Path(__file__).resolve().parent.parent / "data" / "relations"
+"""Where the bundled relation vocabulary is (:meth:`RelationLabels.bundled`)."""
+
+
 class RelationLabels:
     """The relations a knowledge base holds: label -> description ("" when none is known), and
     ``numeric``: those whose values are numbers (a year, a count, a measure), read from the
@@ -178,6 +182,14 @@ class RelationLabels:
 
     def __contains__(self, label: object) -> bool:
         return label in self.labels
+
+    @classmethod
+    def bundled(cls) -> RelationLabels:
+        """The bundled relation vocabulary: Wikidata's English labels and descriptions of KAMEL's
+        234 relations (``agent/data/relations/property-labels.tsv``; attribution in
+        ``agent/data/README.md``), and which of them take numbers (``value-types.tsv``, written
+        from KAMEL's values by ``tools/relation_value_types.py``)."""
+        return cls.from_tsv(BUNDLED_RELATIONS / "property-labels.tsv", values=BUNDLED_RELATIONS / "value-types.tsv")
 
     @classmethod
     def from_tsv(cls, path: str | Path, values: str | Path | None = None) -> RelationLabels:
@@ -380,7 +392,7 @@ class RelationMatcher:
                                                                              f" (closest: {best!r})")
             return AskedCheck(True, None, predicate, best, "relation", gap, how)
         holds = [h for h in dict.fromkeys([*held, predicate]) if h in sims]
-        best_held = max(holds, key=sims.get) if holds else predicate
+        best_held = max(holds, key=sims.__getitem__) if holds else predicate
         if held and sims[best_held] - own <= self.margin / 2 and gap <= self.wide_margin:
             how = (f"the fact says {predicate!r}, the closest to the question of the relations known for "
                    f"{subject!r} (closest of all: {best!r})")
@@ -477,7 +489,8 @@ def asks_a_named_thing(question: str) -> bool:
     <noun>" the noun does ("In what city was X born?" asks no number, however close "date of
     birth" is to it), after "who" or "where" the wh-word does."""
     m = _FIRST_WH.search(question)
-    return bool(m) and m.group(1).lower() in ("what", "which") and m.group(2).lower() in ("is", "was", "are", "were")
+    return (m is not None and m.group(1).lower() in ("what", "which")
+            and m.group(2).lower() in ("is", "was", "are", "were"))
 
 
 def asks_through(question: str, name: str, kind_of: Callable[[str, str], bool] | None = None) -> str:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..embeddings import closest
+from ..events import AgentEvent, StatedFact
 from ..index.about import facts_about, subject_relations
 from ..index.base import FactTree
 from ..knowledge.facts import parse_triple
@@ -287,12 +288,14 @@ class GenerationAttempts:
                 held.setdefault(triple[1], None)
         return list(held)
 
-    def fact(self, span: Any, tree: str, chain: ChainingTree | None) -> dict[str, Any]:
+    def fact(self, span: Any, tree: str, chain: ChainingTree | None) -> StatedFact:
         """A fact span as the trace shows it: offsets, text, tree, and where the fact came from."""
         if tree == "question":
             return question_fact(span.start, span.end, span.text, chain.hit(span.id) if chain is not None else None,
                                  span.source)
-        fact = self.generator.index.facts[span.id]
+        index = self.generator.index
+        assert index is not None, "a fact outside the per-question tree comes from the KB index"
+        fact = index.facts[span.id]
         return {"start": span.start, "end": span.end, "text": span.text, "tree": tree, "fact_id": f"kb:{span.id}",
                 "source": fact.source,
                 "provenance": {"kind": "statement" if fact.statement else "triple", "source": fact.source,
@@ -304,7 +307,7 @@ def since(t: float) -> float:
     return round(time.perf_counter() - t, 4)
 
 
-def emit(event: dict[str, Any]) -> None:
+def emit(event: AgentEvent) -> None:
     """Hand ``event`` to :meth:`FactAgent.stream`'s reader (nothing happens under ``invoke``)."""
     from langgraph.config import get_stream_writer  # lazy: only while a graph runs
 

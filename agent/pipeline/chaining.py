@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..index.trie import FactIndex
 from ..index.union import GrowingFactIndex
 from ..knowledge.facts import Fact, parse_triple
-from ..web.keywords import bridge_entities
+from ..knowledge.keywords import bridge_entities
 from .grounding import connected_prefix, holds_answer
 
 if TYPE_CHECKING:

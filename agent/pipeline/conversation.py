@@ -59,8 +59,8 @@ from string import Template
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FactweaveError
+from ..knowledge.keywords import extract_keywords, noun_form
 from ..prompts import read_prompt
-from ..web.keywords import extract_keywords, noun_form
 from ..web.retrieval import MAX_QUESTION_CHARS
 from .grounding import DONT_KNOW
 
@@ -229,7 +229,7 @@ def previous_turn(history: Sequence[Mapping[str, Any]]) -> PreviousTurn | None:
             break
     if not question and not reply:
         return None
-    facts = tuple(tuple(part.strip() for part in m.groups()) for line in _FACT_LINE.findall(reply)
+    facts = tuple((m.group(1).strip(), m.group(2).strip(), m.group(3).strip()) for line in _FACT_LINE.findall(reply)
                   for m in [_TRIPLE.search(line)] if m)
     answers = [a.strip() for a in _ANSWER_LINE.findall(reply)]
     answer = answers[-1] if answers else ""
@@ -366,7 +366,7 @@ def _resolve(text: str, prev: PreviousTurn) -> tuple[str, list[str]]:
 
 def _plural(phrase: str) -> bool:
     """Whether a noun phrase opening with an article names several ("the languages ..."): its
-    next word has a singular form (:func:`~agent.web.keywords.noun_form`) other than itself."""
+    next word has a singular form (:func:`~agent.knowledge.keywords.noun_form`) other than itself."""
     words = phrase.lower().split()
     return len(words) > 1 and noun_form(words[1]) != words[1]
 

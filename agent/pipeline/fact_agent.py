@@ -53,19 +53,19 @@ from __future__ import annotations
 import operator
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
 
 from ..decoding import FactGenerator
 from ..embeddings import Embedder
 from ..errors import FactweaveError
+from ..events import AgentEvent, AnswerEvent, StatedFact
 from ..index.base import FactTree
-from ..knowledge.kamel import relations_file, value_types_file
+from ..knowledge.keywords import extract_keywords
 from ..llm.client import OpenAIChat
 from ..models import LoadedModel
 from ..prompts import FewShotPrompt, listed_question
-from ..web.keywords import extract_keywords
 from ..web.retrieval import merge_hits, rank
 from ..web.subqueries import write_subqueries
 from .agent_options import AgentOptions
@@ -101,7 +101,7 @@ class AgentAnswer:
     question: str
     answer: str
     text: str
-    facts: list[dict[str, Any]]
+    facts: list[StatedFact]
     trace: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -112,12 +112,17 @@ class AgentAnswer:
         return {"question": self.question, "answer": self.answer, "text": self.text, "facts": self.facts,
                 "trace": self.trace}
 
+    def event(self) -> AnswerEvent:
+        """The stream's last event: :meth:`as_dict` with ``"event": "answer"``."""
+        return {"event": "answer", "question": self.question, "answer": self.answer, "text": self.text,
+                "facts": self.facts, "trace": self.trace}
+
 
 
 class _State(TypedDict, total=False):
     asked: str               # the question as the user asked it
     question: str            # the standalone question (the follow-up rewritten)
-    history: list[Mapping[str, Any]]
+    history: list[dict[str, str]]  # bounded (FactAgent.bounded_history)
     beams: int | None
     stop: threading.Event | None
     pool: list[Any]          # every fact hit retrieved so far, one per fact
@@ -234,6 +239,11 @@ class FactAgent:
     def planner(self) -> PlanReader:
         return self._part("planner", lambda: PlanReader(self._embedder()))
 
+    def _web(self) -> KnowledgeWeb:
+        """The web the retrieval steps search (they run only when the agent has one)."""
+        assert self.web is not None, "a retrieval step ran without a knowledge web"
+        return self.web
+
     def _embedder(self) -> Any:
         if self.web is not None and getattr(self.web, "embedder", None) is not None:
             return self.web.embedder
@@ -286,8 +296,8 @@ class FactAgent:
         return agent._result(state, time.perf_counter() - started)
 
     def stream(self, question: str, *, history: Sequence[Mapping[str, Any]] | None = None,
-               beams: int | None = None, stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
-        """Answer ``question`` as events (plain dicts), in order:
+               beams: int | None = None, stop: threading.Event | None = None) -> Generator[AgentEvent, None, None]:
+        """Answer ``question`` as events (plain dicts typed in :mod:`agent.events`), in order:
 
         - ``{"event": "step", "step": {...}}`` when a step ends (the trace's step record);
         - ``{"event": "token", "text": ..., "attempt": n}`` as text is generated;
@@ -302,7 +312,7 @@ class FactAgent:
         stop = stop or threading.Event()
         return self._events(self._input(question, history, beams, stop), stop)
 
-    def _events(self, given: _State, stop: threading.Event) -> Iterator[dict[str, Any]]:
+    def _events(self, given: _State, stop: threading.Event) -> Generator[AgentEvent, None, None]:
         started = time.perf_counter()
         state: dict[str, Any] = {}
         agent = self._now()
@@ -314,7 +324,7 @@ class FactAgent:
                     state = chunk
         finally:
             stop.set()
-        yield {"event": "answer", **agent._result(state, time.perf_counter() - started).as_dict()}
+        yield agent._result(state, time.perf_counter() - started).event()
 
     def bounded_history(self, history: Sequence[Any] | None) -> list[dict[str, str]]:
         """The earlier turns this agent reads a follow-up with: the newest of ``history`` within its
@@ -417,7 +427,7 @@ class FactAgent:
 
     def _retrieve(self, state: _State) -> dict[str, Any]:
         t = time.perf_counter()
-        found = [self.web.search(query, self.options.k).hits for query in state["pending"]]
+        found = [self._web().search(query, self.options.k).hits for query in state["pending"]]
         pool = rank(merge_hits(state["pool"], *found), self.options.k * (1 + state["rounds"]))
         known = {h.id for h in state["pool"]}
         step = {"step": "retrieve", "queries": list(state["pending"]),
@@ -451,7 +461,8 @@ class FactAgent:
 
     def _options(self, state: _State) -> dict[str, Any]:
         """The step over the plan's two options (:mod:`.options`): one reply, computed in code."""
-        plan = QuestionPlan(**{k: (tuple(v) if k == "options" else v) for k, v in state["plan"].items()})
+        fields: dict[str, Any] = {k: (tuple(v) if k == "options" else v) for k, v in state["plan"].items()}
+        plan = QuestionPlan(**fields)
         number = len(state["attempts"])
         t = time.perf_counter()
         hits = state["chosen"] or state["pool"]
@@ -517,7 +528,9 @@ class FactAgent:
     def _kb(self, state: _State) -> dict[str, Any]:
         """The whole knowledge base's tree, nothing listed (plain ReFactX), checked as any attempt."""
         number = len(state["attempts"])
-        records = self.attempts.run(state["question"], "kb", self.kb_writer, state["question"], self.generator.index,
+        index = self.generator.index
+        assert index is not None, "checked in __init__: a kb tree needs the generator's index"
+        records = self.attempts.run(state["question"], "kb", self.kb_writer, state["question"], index,
                                     None, number, stop=state.get("stop"))
         attempts = [r for r in records if r["step"] == "generate"]
         return {"attempts": state["attempts"] + attempts, "steps": records}
@@ -532,7 +545,7 @@ class FactAgent:
         answer nothing themselves)."""
         question = state["question"]
         named, noun = asked_through(question, self.kinds)
-        attempts, steps = list(state["attempts"]), []
+        attempts, steps = list(state["attempts"]), cast(list[dict[str, Any]], [])
         holder_q = ask_holder(question, named, noun)
         sub = self._retrieved(state, holder_q, steps)
         hits = list({h.text: h for h in [*sub["chosen"], *state["chosen"]]}.values())
@@ -540,12 +553,13 @@ class FactAgent:
         # Who fills it: the first name after the role word the web has facts about ("performed by
         # English singer Ann Lee": not "English").
         holder = [name for name in (role_holders(lead, question, noun) if lead else [])
-                  if any(is_about(hit, name) for hit in self.web.search(name, self.options.hop_k).hits)][:1]
+                  if any(is_about(hit, name) for hit in self._web().search(name, self.options.hop_k).hits)][:1]
+        first: dict[str, Any] | None
         if holder:
-            first: dict[str, Any] | None = self._stated(next(h for h in hits if h.text == lead), holder[0],
-                                                        holder_q, len(attempts))
-            attempts.append(first)
-            steps.append(first)
+            stated = self._stated(next(h for h in hits if h.text == lead), holder[0], holder_q, len(attempts))
+            attempts.append(stated)
+            steps.append(stated)
+            first = stated
         else:
             first = self._hop(sub, named, 1, attempts, steps)
         if first is not None:
@@ -642,7 +656,7 @@ class FactAgent:
     def _result(self, state: dict[str, Any], seconds: float) -> AgentAnswer:
         steps = list(state.get("steps", []))
         attempts = state.get("attempts", [])
-        last = _final(attempts) if attempts else {"answer": "", "text": "", "facts": []}
+        last: dict[str, Any] = _final(attempts) if attempts else {"answer": "", "text": "", "facts": []}
         grounded = bool(last.get("grounded"))
         # A sentence that says a stated triple is answered by the triple's object.
         answer = ((last.get("grounding") or {}).get("short") or clean_answer(last["answer"])) if grounded else DONT_KNOW
@@ -716,7 +730,7 @@ def _per_model(kind: str, make: Callable[[Any, Any], Any], model: Any, tokenizer
         return entry[1]
 
 
-def shared_matcher(embedder: Any, index: FactTree, reader: RelationReader | None = None) -> RelationMatcher:
+def shared_matcher(embedder: Any, index: FactTree | None, reader: RelationReader | None = None) -> RelationMatcher:
     """One :class:`RelationMatcher` per embedder, KB index and reader (its relations read and
     embedded once: agents are made per question in places)."""
     key = ("matcher", id(embedder), id(index), id(reader))
@@ -731,11 +745,11 @@ def shared_matcher(embedder: Any, index: FactTree, reader: RelationReader | None
         return entry[2]
 
 
-def default_relations(index: FactTree) -> RelationLabels:
+def default_relations(index: FactTree | None) -> RelationLabels:
     """The relations the answer check compares a question with: the bundled Wikidata property
     labels and descriptions (``agent/data/relations/``), and every relation of ``index``'s
     triples (described there when the label matches)."""
-    labels = RelationLabels.from_tsv(relations_file(), values=value_types_file())
+    labels = RelationLabels.bundled()
     if index is not None:
         labels = RelationLabels.from_index(index).merged(labels)
     return labels

@@ -61,8 +61,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..knowledge.facts import parse_triple
+from ..knowledge.keywords import STOP_WORDS, extract_keywords
 from ..knowledge.normalize import normalize_answer
-from ..web.keywords import STOP_WORDS, extract_keywords
 from .plan import AUXILIARIES
 from .values import answer_type_fits
 

@@ -51,17 +51,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..decoding import FactGenerator
 from ..decoding.greedy import DecodeSession
 from ..decoding.spans import FactSpan, decode_tokens
 from ..decoding.tracker import FactTracker
+from ..knowledge.keywords import STOP_WORDS, bridge_entities, extract_keywords, noun_form, only_in_longer_names
 from ..knowledge.normalize import normalize_answer
 from ..index.trie import FactIndex
 from ..knowledge.facts import Fact
 from ..prompts import FewShotPrompt, listed_question
-from ..web.keywords import STOP_WORDS, bridge_entities, extract_keywords, noun_form, only_in_longer_names
 from .chaining import bare_name, is_about, role_holders
 from .grounding import holds_answer, says_form
 from .plan import QuestionPlan, role_words
@@ -457,11 +457,12 @@ def _step(plan: QuestionPlan, readings: list[OptionReading], facts: Sequence[str
     missing = [r for r in readings if r.held is None]
     if missing:
         r = missing[0]
-        said = f"its value {r.value!r} is in no fact stated for it" if r.value and r.facts else (
+        why = f"its value {r.value!r} is in no fact stated for it" if r.value and r.facts else (
             "no fact was stated for it" if not r.facts else "no value was read")
-        return "", False, f"option {r.option!r}: {said}", ()
+        return "", False, f"option {r.option!r}: {why}", ()
     used = tuple(sorted({i for r in readings for i in r.facts}))
     a, b = readings[0], readings[1]
+    assert a.held is not None and b.held is not None  # the readings holding no fact returned above
     if a.role != b.role:  # a film's year is not its director's birth
         return "", False, (f"{a.option!r} was read {_whose(a)}, {b.option!r} {_whose(b)}: "
                            "values of different things"), used
@@ -640,7 +641,8 @@ def _hold(reading: OptionReading, facts: Sequence[str], kind: str, order: str) -
                 reading.held, reading.date = i, date
                 return
         elif number is not None and (kind == "difference" or order in ("more", "less")):
-            if any(abs(parse_number(m) - number) < 1e-9 for m in _numbers(fact)):
+            # each of _numbers is a number parse_number reads
+            if any(abs(cast(float, parse_number(m)) - number) < 1e-9 for m in _numbers(fact)):
                 reading.held, reading.number = i, number
                 return
         elif holds_answer(fact, value):
@@ -663,10 +665,10 @@ def _order(order: str, a: OptionReading, b: OptionReading, facts: Sequence[str],
         return None if a.number == b.number else (-1 if a.number < b.number else 1)
     if not length:
         return None
-    spans = [_life_years(r, facts) for r in (a, b)]
-    if None in spans or spans[0] == spans[1]:
+    first, second = (_life_years(r, facts) for r in (a, b))
+    if first is None or second is None or first == second:
         return None
-    return -1 if spans[0] < spans[1] else 1
+    return -1 if first < second else 1
 
 
 def _life_years(reading: OptionReading, facts: Sequence[str]) -> int | None:

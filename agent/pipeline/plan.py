@@ -16,7 +16,7 @@ How each part is read, and why so:
 - **The options** are the knowledge's own names: the subjects and objects of the retrieved
   triples and the titles of the retrieved passages that the question names (matched word for
   word, longest first, without overlaps); when fewer than two are found, the question's names
-  (capitalised spans, :func:`agent.web.keywords.extract_keywords`). No sentence pattern is
+  (capitalised spans, :func:`agent.knowledge.keywords.extract_keywords`). No sentence pattern is
   assumed ("X or Y", "X than Y", "between X and Y", "both X and Y" all name two things).
 - **The kind** comes from the local model scoring the next token after a few-shot prompt of
   questions written for this project in many wordings (``prompts/plan/kinds.tsv``, one forward
@@ -50,8 +50,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..knowledge.keywords import STOP_WORDS, extract_keywords
 from ..prompts import prompts_dir
-from ..web.keywords import STOP_WORDS, extract_keywords
 
 
 KINDS = ("lookup", "choice", "verify", "same", "difference")
@@ -267,7 +267,7 @@ class PlanReader:
                 # "which century", "what city": it asks for a thing of that kind, not how far
                 # apart two values are (a number: "how many years", "what is the gap").
                 votes.pop("difference", None)
-            kind = max(votes, key=votes.get) if votes else "lookup"
+            kind = max(votes, key=votes.__getitem__) if votes else "lookup"
             how["kind"] = "nearest written examples: " + ", ".join(f"{k} {v:.2f}" for k, v in votes.items())
             trait = said_of_one(question, options) if kind == "lookup" else ""
             if trait:

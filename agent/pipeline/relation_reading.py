@@ -99,7 +99,7 @@ class _ExamplesReader:
         """The question read on the examples' kept cache: its last hidden state and the cache."""
         if head and (self._cache is None or self._cache[0] != head):
             self._cache = (head, self._run(head, None)[1])
-        return self._run(asked, copy.deepcopy(self._cache[1]) if head else None)
+        return self._run(asked, copy.deepcopy(self._cache[1]) if head and self._cache is not None else None)
 
     def _next_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.model.get_output_embeddings()(hidden).float().cpu()
@@ -320,8 +320,10 @@ class PathReader(_ExamplesReader):
                     if token in node.next:
                         beam.append(reading.fed(score, reading.path, node.next[token], [token], self))
                     elif token in self._ends:
+                        assert node.label is not None  # an end is allowed only after a whole label
                         done.append(_Reading(score, reading.path + (node.label,), node, reading.hidden, None))
                     else:
+                        assert node.label is not None  # so is the step to the next label
                         path = reading.path + (node.label,)
                         beam.append(reading.fed(score, path, tree(path), self._step, self))
         return max(done, key=lambda d: d.score).path if done else ()

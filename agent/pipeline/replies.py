@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ..decoding.generate import _ANSWER as ANSWER_LINE, parse_answer
 from ..decoding.greedy import DecodeSession
 from ..decoding.spans import CompletedFact, FactSpan, decode_tokens, locate_spans
-from ..decoding.tracker import FactTracker
+from ..decoding.tracker import FactTracker, TraceState
 from ..index.base import FactTree
 from ..index.tokens import TRIGGER, fact_token_ids
 from ..index.trie import FactIndex
@@ -84,6 +84,12 @@ class Reply:
     cached_tokens: int
     prefill_s: float
     guard: ChainGuard | None
+
+
+def _trace(session: DecodeSession) -> TraceState:
+    """A reply's session has a tracker (see :meth:`ReplyWriter.start`), so a trace."""
+    assert session.trace is not None
+    return session.trace
 
 
 class ReplyWriter:
@@ -132,7 +138,7 @@ class ReplyWriter:
         self._run(session, budget, on_text, on_span)
         cut, dropped = "", []
         if reply.guard is not None and reply.guard.cut and not self._stopped(session):
-            spans = list(session.trace.spans)
+            spans = list(_trace(session).spans)
             keep = len(reply.guard.stated[0]) - 1  # the facts before the one that broke away
             cut = f"fact {keep + 1} broke away from the chain"
             dropped = [reply.index.facts[f].text for f, _, _ in spans[keep:]]
@@ -166,7 +172,7 @@ class ReplyWriter:
         """Rewind to the end of the reply's fact number ``fact`` (from 0; the facts after it
         dropped, from the chain too) and let the model write its ``Answer:`` line from there.
         None when the reply has no such fact."""
-        if not 0 <= fact < len(reply.session.trace.spans):
+        if not 0 <= fact < len(_trace(reply.session).spans):
             return None
         self._drop_after(reply, fact)
         return self._after_facts(reply, ANSWER, ANSWER_LINE_TOKENS, on_text, on_span, fact)
@@ -177,7 +183,7 @@ class ReplyWriter:
         (facts the reply's index holds: :meth:`state_one`), then answer. None when the reply has
         no fact or no fact of ``texts`` was completed."""
         session = reply.session
-        spans = list(session.trace.spans)
+        spans = list(_trace(session).spans)
         if not spans or not texts or self._stopped(session):
             return None
         started = time.perf_counter()
@@ -195,7 +201,7 @@ class ReplyWriter:
         ``values`` (what its triples say, :func:`~.grounding.answer_values`), the model picking.
         None when the reply has no such fact or no value was completed."""
         session = reply.session
-        spans = list(session.trace.spans)
+        spans = list(_trace(session).spans)
         values = list(dict.fromkeys(v for v in values if v.strip()))
         if not -len(spans) <= fact < len(spans) or not values or self._stopped(session):
             return None
@@ -257,7 +263,7 @@ class ReplyWriter:
         ``opening`` and let the model go on for ``budget`` tokens: the continued part, or None
         when there is no fact (or a stop)."""
         session = reply.session
-        spans = list(session.trace.spans)
+        spans = list(_trace(session).spans)
         if not spans or self._stopped(session):
             return None
         started = time.perf_counter()
@@ -283,7 +289,7 @@ class ReplyWriter:
         if on_text is not None:
             on_text(decode_tokens(self.tokenizer, session.out))
         if on_span is not None:
-            for span in locate_spans(self.tokenizer, reply.index, session.out, list(session.trace.spans))[1]:
+            for span in locate_spans(self.tokenizer, reply.index, session.out, list(_trace(session).spans))[1]:
                 on_span(span)
 
     @staticmethod
@@ -307,6 +313,7 @@ class ReplyWriter:
                     on_text(text[shown:])
                     shown = len(text)
             elif kind == "fact" and on_span is not None:
+                assert session.tracker is not None  # facts come only from a tracker
                 _, spans = locate_spans(self.tokenizer, session.tracker.index, session.out,
                                         [(value.id, value.start, value.end)])
                 on_span(spans[0])
@@ -318,7 +325,7 @@ class ReplyWriter:
     def _part(self, reply: Reply, begin: int, started: float, cut: str, dropped: list[str],
               truncated: bool = False) -> ReplyPart:
         session = reply.session
-        text, spans = locate_spans(self.tokenizer, reply.index, session.out, list(session.trace.spans))
+        text, spans = locate_spans(self.tokenizer, reply.index, session.out, list(_trace(session).spans))
         answer, missing = parse_answer(text)
         return ReplyPart(text, spans, answer, truncated or (missing and not cut), max(0, len(session.out) - begin),
                          round(time.perf_counter() - started, 4), cut, dropped, self._stopped(session))

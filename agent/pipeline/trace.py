@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..events import StatedFact
 
-def question_fact(start: int, end: int, text: str, hit: Any | None, source: str = "") -> dict[str, Any]:
+
+def question_fact(start: int, end: int, text: str, hit: Any | None, source: str = "") -> StatedFact:
     """A fact stated from the per-question tree, as the trace shows it: its offsets in the reply,
     its text, and where it came from (``hit``: the retrieved fact, a web hit; None when unknown,
     then ``source``)."""

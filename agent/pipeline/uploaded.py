@@ -24,7 +24,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..index.union import GrowingFactIndex
 from ..knowledge.facts import Fact
@@ -50,6 +50,10 @@ class UploadedOverlay:
     def _new_index(self) -> GrowingFactIndex:
         return GrowingFactIndex(self._base, self._tokenizer, max_facts=self._max_facts)
 
+    def _grown(self) -> GrowingFactIndex:
+        """The generator's index: always one :meth:`_new_index` made."""
+        return cast(GrowingFactIndex, self._generator.index)
+
     def generator(self) -> FactGenerator:
         """The generator over the KB and the uploads as they are now."""
         self.follower.follow()
@@ -59,13 +63,13 @@ class UploadedOverlay:
 
     @property
     def added(self) -> int:
-        return self._generator.index.added
+        return self._grown().added
 
     def held(self) -> frozenset[str]:
-        return self._generator.index.added_texts
+        return self._grown().added_texts
 
     def grow(self, facts: list[Fact]) -> int:
-        return len(self._generator.index.grow(facts))
+        return len(self._grown().grow(facts))
 
     def replace(self, facts: list[Fact]) -> int:
         index = self._new_index()

@@ -116,7 +116,7 @@ class QuestionTypeRules:
 
     def __init__(self, types: Iterable[QuestionType], default: QuestionType = PLAIN) -> None:
         self._types: list[QuestionType] = []
-        self.default = default
+        self.fallback = default  # the type of a question no other type matches
         for qtype in types:
             self.add(qtype)
 
@@ -132,7 +132,7 @@ class QuestionTypeRules:
 
     def all_types(self) -> Sequence[QuestionType]:
         """Every type a question can get, the fallback last."""
-        return (*self._types, self.default)
+        return (*self._types, self.fallback)
 
     def add(self, qtype: QuestionType, *, before: str | None = None) -> None:
         """Add ``qtype`` at the end, or just before the type named ``before``.
@@ -159,7 +159,7 @@ class QuestionTypeRules:
         for qtype in self._types:
             if qtype.matches(question):
                 return qtype
-        return self.default
+        return self.fallback
 
 
 _DEFAULT_RULES = QuestionTypeRules.default()

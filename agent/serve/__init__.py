@@ -14,7 +14,7 @@ size and the number of generations running and waiting are limited (413, 429).
 - ``vllm_server``: ``factweave serve --engine vllm`` (vLLM's server, the rule inside, these checks).
 
 The names below load on first use (PEP 562), so vLLM's server can import the request checks
-(:mod:`.vllm_server`, :mod:`.origins`) without the agent and its dependencies. (No module is
+(:mod:`.vllm_server`, :mod:`agent.http.origins`) without the agent and its dependencies. (No module is
 named like a name it exports: importing it would bind the package's name to the module.)
 
 Example::
@@ -40,16 +40,15 @@ if TYPE_CHECKING:
     from .app import create_app, served_models
     from .limits import RequestGate, ServerLimits
     from .models import BadReplyRequest, ChatClientModel, ReplyEnd, ReplyError, ServedModel
-    from .origins import LOOPBACK, OriginPolicy
     from .serving import base_url, bind_socket, run, serve_in_thread
 
 _HOMES = {"AGENT_MODEL_ID": "agent_model", "AgentModel": "agent_model", "create_app": "app",
           "served_models": "app", "RequestGate": "limits", "ServerLimits": "limits", "BadReplyRequest": "models",
           "ChatClientModel": "models", "ReplyEnd": "models", "ReplyError": "models", "ServedModel": "models",
-          "OriginPolicy": "origins", "LOOPBACK": "origins", "base_url": "serving", "bind_socket": "serving",
+          "base_url": "serving", "bind_socket": "serving",
           "run": "serving", "serve_in_thread": "serving"}
-__all__ = ["AGENT_MODEL_ID", "LOOPBACK", "AgentModel", "BadReplyRequest", "ChatClientModel", "ReplyEnd",
-           "OriginPolicy", "ReplyError", "RequestGate", "ServedModel", "ServerLimits", "base_url", "bind_socket",
+__all__ = ["AGENT_MODEL_ID", "AgentModel", "BadReplyRequest", "ChatClientModel", "ReplyEnd",
+           "ReplyError", "RequestGate", "ServedModel", "ServerLimits", "base_url", "bind_socket",
            "create_app", "run", "serve_in_thread", "served_models"]
 
 

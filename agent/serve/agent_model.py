@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent.errors import FactweaveError
+from agent.events import AnswerEvent
 from agent.pipeline.grounding import DONT_KNOW
 
 from .models import BadReplyRequest, ReplyEnd, ReplyPiece
@@ -72,10 +73,9 @@ class AgentModel:
             raise BadReplyRequest(f"messages: {exc}") from None
         content = ""
         starts: dict[int, int] = {}  # attempt number -> where its text starts in content
-        final: dict[str, Any] | None = None
+        final: AnswerEvent | None = None
         for event in events:
-            kind = event["event"]
-            if kind == "token":
+            if event["event"] == "token":
                 piece = event["text"]
                 if event["attempt"] not in starts:
                     gap = blank_line_after(content)
@@ -83,7 +83,7 @@ class AgentModel:
                     piece = gap + piece
                 content += piece
                 yield piece
-            elif kind == "answer":
+            elif event["event"] == "answer":
                 final = event
             else:
                 yield ""  # a step or a fact ended: no new text, but the agent is at work

@@ -22,13 +22,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agent.errors import FactweaveError, first_validation_error
 
+from ..http.errors import ApiError, error_body
+from ..http.origins import OriginGuard, OriginPolicy, key_refused
+
 from ..llm.client import ChatClient
 from ..pipeline import FactAgent
 from . import wire
 from .agent_model import AgentModel
 from .limits import RequestGate, ServerLimits, read_body
 from .models import ChatClientModel, ReplyEnd, ReplyError, ServedModel
-from .origins import OriginGuard, OriginPolicy, key_refused
 from .worker import Generation
 
 log = logging.getLogger(__name__)
@@ -67,19 +69,19 @@ def create_app(models: Any, api_key: str | None = None, *, limits: ServerLimits 
         if refused is not None:
             raise refused
 
-    @app.exception_handler(wire.ApiError)
-    async def api_error(_: Request, exc: wire.ApiError) -> JSONResponse:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse(wire.error_body(str(exc.detail), "invalid_request_error"), status_code=exc.status_code,
+        return JSONResponse(error_body(str(exc.detail), "invalid_request_error"), status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         where, what = first_validation_error(exc.errors(), skip=("body",))
-        return JSONResponse(wire.error_body(f"{where}: {what}" if where else what, "invalid_request_error",
+        return JSONResponse(error_body(f"{where}: {what}" if where else what, "invalid_request_error",
                                             param=where or None), status_code=400)
 
     @app.get("/v1/models", dependencies=[Depends(check_key)])
@@ -92,12 +94,12 @@ def create_app(models: Any, api_key: str | None = None, *, limits: ServerLimits 
     async def chat_completions(request: Request) -> Any:
         body = _parse(await read_body(request, limits.max_request_bytes))
         if body.n != 1:
-            raise wire.ApiError(400, "n: only n=1 is supported", param="n")
+            raise ApiError(400, "n: only n=1 is supported", param="n")
         limits.check_reply_tokens(body.max_completion_tokens, "max_completion_tokens")
         limits.check_reply_tokens(body.max_tokens, "max_tokens")
         model = served.get(body.model) if body.model is not None else next(iter(served.values()))
         if model is None:
-            raise wire.ApiError(404, f"model {body.model!r} not found; served: {', '.join(served)}",
+            raise ApiError(404, f"model {body.model!r} not found; served: {', '.join(served)}",
                                 code="model_not_found", param="model")
         generation = Generation(lambda stop: model.reply(body, stop), gate.admit_or_refuse(),
                                 name=f"factweave-generation-{model.id}")
@@ -174,12 +176,12 @@ def _failure(exc: Exception, model_id: str) -> JSONResponse:
     """A failed reply as an HTTP error: the model's own status, 502 for a failing backend."""
     if not isinstance(exc, FactweaveError):
         log.error("model %s failed", model_id, exc_info=exc)
-        return JSONResponse(wire.error_body(f"internal error ({type(exc).__name__})", "server_error"),
+        return JSONResponse(error_body(f"internal error ({type(exc).__name__})", "server_error"),
                             status_code=500)
     status, kind = (exc.status, exc.kind) if isinstance(exc, ReplyError) else (502, "server_error")
     if status >= 500:
         log.warning("chat completion with %s failed: %s", model_id, exc)
-    return JSONResponse(wire.error_body(str(exc), kind), status_code=status)
+    return JSONResponse(error_body(str(exc), kind), status_code=status)
 
 
 async def _stream(generation: Generation, first: Any, completion_id: str, model_id: str,
@@ -209,7 +211,7 @@ async def _stream(generation: Generation, first: Any, completion_id: str, model_
     except Exception as exc:
         message = str(exc) if isinstance(exc, FactweaveError) else f"internal error ({type(exc).__name__})"
         log.warning("streamed chat completion with %s failed: %s", model_id, message)
-        yield wire.sse(wire.error_body(message, "server_error"))
+        yield wire.sse(error_body(message, "server_error"))
         yield wire.sse("[DONE]")
         done = True
     finally:

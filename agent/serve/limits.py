@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from agent.settings import Settings
 
-from .wire import ApiError
+from ..http.errors import ApiError
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -46,10 +46,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import FactweaveError, first_validation_error
+from ..events import AgentEvent, AnswerEvent, StatedFact
 from ..pipeline import FactAgent
 from ..pipeline.trace import describe_step
 from ..prompts import read_prompt
-from ..web.graph_search import GraphSearchSettings
+from ..web.web import KnowledgeWeb
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -62,21 +63,6 @@ SERVER_NAME = "factweave"
 
 
 # --- what the tools return (their output schemas) ------------------------------------------------
-
-class StatedFact(BaseModel):
-    """A fact the answer states, token for token a fact of the knowledge."""
-
-    text: str = Field(description="The fact, exactly as it exists in the knowledge.")
-    start: int = Field(description="Where the fact starts in the reply's `text`.")
-    end: int = Field(description="Where it ends: text[start:end] is the fact.")
-    tree: str = Field(description="What constrained it: 'question' (facts retrieved from the knowledge web for "
-                                  "this question) or 'kb' (the whole knowledge base).")
-    fact_id: str | None = Field(description="The web fact's id, or 'kb:<n>' for fact n of the knowledge base.")
-    source: str = Field(description="Where the fact came from, in one line.")
-    provenance: dict[str, Any] = Field(description="Where the fact came from, as data: 'kind' (document, triple, "
-                                                   "statement) and the document title and character range, or the "
-                                                   "triple's subject, predicate, object and source.")
-
 
 class ConversationTurn(BaseModel):
     role: Literal["user", "assistant"] = Field(description="Who said it: 'user' (a question) or 'assistant' (an answer).")
@@ -136,8 +122,8 @@ class _AgentSlot:
 
     def __init__(self, agent: "FactAgent | Callable[[], FactAgent]") -> None:
         self._given = isinstance(agent, FactAgent)
-        self._agent: "FactAgent | None" = agent if self._given else None
-        self._opener = None if self._given else agent
+        self._agent: "FactAgent | None" = agent if isinstance(agent, FactAgent) else None
+        self._opener: "Callable[[], FactAgent] | None" = None if isinstance(agent, FactAgent) else agent
         self._error: BaseException | None = None
         self._ready: Any = None           # an anyio.Event, made inside the event loop
         self._lock = threading.Lock()
@@ -166,6 +152,7 @@ class _AgentSlot:
             self._ready.set()
 
     def _open_blocking(self) -> None:
+        assert self._opener is not None, "open() returns before this for a given agent"
         agent = self._opener()
         with self._lock:
             if not self._closed:
@@ -259,13 +246,14 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
         stop = threading.Event()
         reply = await _in_thread(partial(_answer, fact_agent, question, history, stop, ctx), stop=stop,
                                  limiter=limiter)
+        if reply is None:
+            raise ToolError("the agent stopped before it answered")
         trace = reply["trace"]
         return AskResult(answer=reply["answer"], supported=trace["supported"], text=reply["text"],
-                         facts=[StatedFact(**{name: fact[name] for name in StatedFact.model_fields})
-                                for fact in reply["facts"]],
+                         facts=reply["facts"],
                          timings=trace["timings"], tokens=trace["tokens"], trace=trace if include_trace else None)
 
-    weights = GraphSearchSettings()
+    weights = KnowledgeWeb.SEARCH_DEFAULTS
     search_description = Template(read_prompt("mcp/search_facts.txt")).substitute(
         ppr_weight=weights.ppr_weight, passage_weight=weights.passage_weight, lexical_weight=weights.lexical_weight)
     k_description = Template(read_prompt("mcp/search_facts-k.txt")).substitute(max_k=MAX_K, default_k=DEFAULT_K)
@@ -298,12 +286,14 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
 
 
 def _answer(agent: "FactAgent", question: str, history: list[dict[str, str]], stop: threading.Event,
-            ctx: Any) -> dict[str, Any]:
-    """Run the agent (in a worker thread), reporting each step as MCP progress; the answer event."""
+            ctx: Any) -> AnswerEvent | None:
+    """Run the agent (in a worker thread), reporting each step as MCP progress; the answer event
+    (None when the stream ended before it)."""
     import anyio.from_thread
 
-    final: dict[str, Any] = {}
+    final: AnswerEvent | None = None
     steps = 0
+    event: AgentEvent
     for event in agent.stream(question, history=history, stop=stop):
         if event["event"] == "step":
             steps += 1

@@ -106,8 +106,9 @@ class ChatClientModel:
         self.default_max_tokens = default_max_tokens
 
     def reply(self, request: ChatRequest, stop: threading.Event) -> Iterator[ReplyPiece]:
-        asked = {"max_tokens": request.max_completion_tokens or request.max_tokens or self.default_max_tokens,
-                 "temperature": request.temperature or 0.0, "stop": request.stop_strings()}
+        asked: dict[str, Any] = {
+            "max_tokens": request.max_completion_tokens or request.max_tokens or self.default_max_tokens,
+            "temperature": request.temperature or 0.0, "stop": request.stop_strings()}
         counted = getattr(self.client, "complete_counted", None)
         if counted is None:
             yield self.client.complete(request.plain_messages(), **asked)

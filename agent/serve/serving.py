@@ -12,7 +12,7 @@ from agent.errors import FactweaveError
 
 from .app import create_app
 from .limits import ServerLimits
-from .origins import LOOPBACK, OriginPolicy, refuse_if_exposed
+from ..http.origins import LOOPBACK, OriginPolicy, refuse_if_exposed
 
 log = logging.getLogger(__name__)
 

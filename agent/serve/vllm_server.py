@@ -13,7 +13,7 @@ replaces itself with vLLM's API server (``vllm serve``, same process, same envir
 - **prefix caching** on; ``--max-concurrency`` as vLLM's ``--max-num-seqs`` (sequences batched at
   once); further requests wait in vLLM's own queue, which has no cap (the other engines' server
   answers 429 past ``--max-queue``: a stated difference);
-- **the request checks** of the other engines' server (:mod:`agent.serve.origins`): ``Host``
+- **the request checks** of the other engines' server (:mod:`agent.http.origins`): ``Host``
   (loopback names, IP literals, ``--allow-host``), ``Origin`` (``--cors-origin``, which also gets
   vLLM's CORS headers), ``application/json`` posts, and the body limit (``--max-request-bytes``:
   413; a post without ``Content-Length`` 411), as the ASGI middleware :class:`VllmRequestChecks`
@@ -54,8 +54,8 @@ from pathlib import Path
 
 from agent.errors import FactweaveError
 
-from .origins import OriginGuard, OriginPolicy, key_refused, refuse_if_exposed, request_headers
-from .wire import ApiError
+from ..http.errors import ApiError
+from ..http.origins import OriginGuard, OriginPolicy, key_refused, refuse_if_exposed, request_headers
 
 #: The environment variable that carries the request checks' policy to the middleware vLLM builds.
 CHECKS_ENV = "FACTWEAVE_VLLM_CHECKS"

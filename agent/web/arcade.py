@@ -43,6 +43,7 @@ password to reopen the same database.
 from __future__ import annotations
 
 import atexit
+import io
 import os
 import secrets
 import selectors
@@ -51,7 +52,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Self, TextIO
+from typing import TYPE_CHECKING, Self, TextIO, cast
 
 if TYPE_CHECKING:
     from agent.web.graph import GraphStore
@@ -256,7 +257,7 @@ class EmbeddedGraphServer:
                 if line.startswith(_READY):
                     return
                 if line.startswith(_LOCKED):
-                    self._process, process = None, self._process
+                    self._process = None  # ``process`` holds it
                     process.wait()
                     raise _FolderLocked(line[len(_LOCKED):].strip() or "another process")
                 if line.startswith(_FAILED) or not line:
@@ -540,7 +541,7 @@ def _serve(folder: Path, bolt_port: int, http_port: int, heap: str, lock_wait: f
     try:
         # Polling, not a blocking read: a signal may land on a JVM thread, and Python only runs
         # its handler when the main thread executes bytecode again.
-        stdin = sys.stdin.buffer.raw
+        stdin = cast("io.BufferedReader[io.FileIO]", sys.stdin.buffer).raw  # typeshed: BinaryIO; a pipe here
         with selectors.DefaultSelector() as selector:
             selector.register(stdin, selectors.EVENT_READ)
             while not selector.select(timeout=0.5) or stdin.read(4096):

@@ -29,10 +29,10 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Protocol
 
+from ..knowledge.keywords import STOP_WORDS
 from ..llm.client import OpenAIChat
 from ..prompts import read_prompt
 from .documents import Chunk, sentence_spans, stable_id
-from .keywords import STOP_WORDS
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
@@ -288,9 +288,10 @@ def decompose_many(decomposer: Decomposer, cache: DecompositionCache | None,
                     error = error or future.exception()
                     continue
                 i = futures[future]
-                found[i] = future.result()
+                facts = future.result()
+                found[i] = facts
                 if cache is not None:
-                    cache.put(keys[i], found[i])
+                    cache.put(keys[i], facts)
             if error is not None:
                 for future in pending:
                     future.cancel()

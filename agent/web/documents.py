@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FactweaveError, InputError
+from ..knowledge.keywords import normalize_keyword
 from ..knowledge.rows import json_objects
 from . import converters
 from .removal import check_file_source
@@ -80,6 +81,12 @@ def stable_id(*parts: str) -> str:
     """A short content hash: equal inputs give equal ids on every machine."""
     digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return digest[:24]
+
+
+def keyword_id(keyword: str) -> str:
+    """A keyword node's id in the web: the same for every spelling of one keyword
+    (:func:`agent.knowledge.keywords.normalize_keyword`)."""
+    return stable_id("kw", normalize_keyword(keyword))
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ def _link_rows(links: Iterable[dict[str, Any]]) -> list[dict[str, str]]:
     return list(rows.values())
 
 
-def _one_line(text: str, limit: int = 240) -> str:
+def _one_line(text: object, limit: int = 240) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 

@@ -37,14 +37,14 @@ lexical index is kept: the score costs one pass over the 150-200 candidate texts
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
 
-from .keywords import STOP_WORDS
+from ..knowledge.keywords import STOP_WORDS
 from .retrieval import FactHit, provenance_of
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class GraphSearchSettings:
     candidates: int = 150
 
 
-def personalized_pagerank(fact_keywords: dict[str, Sequence[str]], keyword_facts: dict[str, Sequence[str]],
+def personalized_pagerank(fact_keywords: Mapping[str, Sequence[str]], keyword_facts: Mapping[str, Sequence[str]],
                           seeds: dict[tuple[str, str], float], damping: float,
                           iterations: int, kind: str = "f") -> dict[str, float]:
     """PageRank with restart to ``seeds`` over a bipartite fact-keyword subgraph.
@@ -95,15 +95,15 @@ def personalized_pagerank(fact_keywords: dict[str, Sequence[str]], keyword_facts
                 rows.append(index((other, target)))
                 cols.append(i)
                 vals.append(1.0 / len(linked))
-    for node in sorted(seeds):
-        index(node)
+    for seed in sorted(seeds):
+        index(seed)
     size = len(nodes)
     if not size:
         return {}
     walk = sparse.csr_matrix((vals, (rows, cols)), shape=(size, size))  # column-stochastic where known
     restart = np.zeros(size)
-    for node, weight in seeds.items():
-        restart[nodes[node]] += max(weight, 0.0)
+    for seed, weight in seeds.items():
+        restart[nodes[seed]] += max(weight, 0.0)
     if restart.sum() <= 0:
         return {}
     restart /= restart.sum()

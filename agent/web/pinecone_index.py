@@ -20,6 +20,7 @@ after an upsert may not see it yet on the hosted service).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -110,7 +111,7 @@ class PineconeVectorIndex:
                 f"the embedder makes {self.dim}; use an index created for this embedding model"
             )
 
-    def _scrub(self, text: str) -> str:
+    def _scrub(self, text: object) -> str:
         text = " ".join(str(text).split())
         return text.replace(self._api_key, "***") if self._api_key else text
 
@@ -174,8 +175,8 @@ class PineconeVectorIndex:
                     record["metadata"] = entry
                 batch.append(record)
             self._call(f"upsert of {len(batch)} vectors",
-                       lambda batch=batch: self._index.upsert(vectors=batch, namespace=self.namespace,
-                                                              show_progress=False))
+                       functools.partial(self._index.upsert, vectors=batch, namespace=self.namespace,
+                                         show_progress=False))
 
     def query(self, vector: np.ndarray, k: int, filter: dict | None = None) -> list[VectorHit]:
         matrix = check_matrix(vector, self.dim, rows=1)
@@ -188,8 +189,8 @@ class PineconeVectorIndex:
         matrix = check_matrix(vectors, self.dim)
         results = []
         for row in matrix:
-            response = self._call("query", lambda row=row: self._index.query(
-                vector=row.tolist(), top_k=k, namespace=self.namespace, filter=flt,
+            response = self._call("query", functools.partial(
+                self._index.query, vector=row.tolist(), top_k=k, namespace=self.namespace, filter=flt,
                 include_metadata=True, include_values=False))
             results.append([VectorHit(match.id, float(match.score), dict(match.metadata or {}))
                             for match in response.matches])
@@ -200,7 +201,7 @@ class PineconeVectorIndex:
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(ids), _FETCH_CHUNK):
             chunk = ids[start:start + _FETCH_CHUNK]
-            response = self._call("fetch", lambda chunk=chunk: self._index.fetch(ids=chunk, namespace=self.namespace))
+            response = self._call("fetch", functools.partial(self._index.fetch, ids=chunk, namespace=self.namespace))
             for item, record in response.vectors.items():
                 found[item] = np.asarray(record.values, dtype=np.float32)
         return {item: found[item] for item in ids if item in found}
@@ -209,7 +210,7 @@ class PineconeVectorIndex:
         ids = list(dict.fromkeys(check_ids(ids)))
         for start in range(0, len(ids), 1000):  # Pinecone deletes at most 1000 ids per request
             chunk = ids[start:start + 1000]
-            self._call("delete", lambda chunk=chunk: self._index.delete(ids=chunk, namespace=self.namespace))
+            self._call("delete", functools.partial(self._index.delete, ids=chunk, namespace=self.namespace))
 
     def count(self) -> int:
         stats = self._call("describe index stats", lambda: self._index.describe_index_stats())

@@ -93,7 +93,9 @@ def check_file_source(name: str) -> str:
 
 
 def _covers(names: set[str], source: str | None) -> bool:
-    return bool(source) and (source in names or source_name(source) in names)
+    if not source:
+        return False
+    return source in names or source_name(source) in names
 
 
 def source_counts(web: KnowledgeWeb) -> list[dict[str, Any]]:

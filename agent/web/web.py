@@ -37,10 +37,10 @@ from ..embeddings import Embedder, model_name
 from ..errors import FactweaveError
 from ..files import file_stamp, locked, write_json
 from ..knowledge.facts import Fact
+from ..knowledge.keywords import extract_keywords, normalize_keyword, triple_keywords
 from .arcade import open_graph
 from .decompose import Decomposer, DecompositionCache, decompose_many
-from .documents import Chunk, Document, chunk_document, stable_id
-from .keywords import extract_keywords, keyword_id, normalize_keyword, triple_keywords
+from .documents import Chunk, Document, chunk_document, keyword_id, stable_id
 from .graph_search import GraphSearchSettings, graph_hits
 from .removal import (JOURNAL, Withdrawn, check_file_source, finish_removal, prune_sources, remove_sources,
                       source_counts, source_name, withdrawn)
@@ -110,6 +110,10 @@ class KnowledgeWeb:
             print(f"{hit.score:.2f}", hit.text, hit.source)
         web.close()
     """
+
+    #: The graph search's weights and knobs when a search is given none (``search(graph=...)``);
+    #: the MCP ``search_facts`` tool states them to the LLM that reads its scores.
+    SEARCH_DEFAULTS = GraphSearchSettings()
 
     def __init__(self, folder: Path, settings: WebSettings, embedder: Embedder, graph: GraphStore,
                  keyword_vectors: VectorIndex, fact_vectors: VectorIndex, chunk_vectors: VectorIndex,
@@ -302,7 +306,7 @@ class KnowledgeWeb:
                 rows = []
                 decomposed = decompose_many(decomposer, self.cache, [(d.title, d.text, c) for d, c in batch])
                 for (doc, chunk), atomic in zip(batch, decomposed):
-                    facts = [
+                    facts: list[dict[str, Any]] = [
                         {"id": stable_id("fact", chunk.id, f.text), "text": f.text, "kind": "document",
                          "doc_id": doc.id, "chunk_id": chunk.id, "start": f.start, "end": f.end,
                          "title": doc.title, "source": doc.source,
@@ -357,7 +361,8 @@ class KnowledgeWeb:
         pending: list[Fact] = []
 
         def flush() -> None:
-            facts, links = [], []
+            facts: list[dict[str, Any]] = []
+            links: list[dict[str, str]] = []
             ids = {stable_id("triple", t.text) for t in pending}
             given.update(ids)
             # A fact in the graph was written with its links and after its vectors: adding it
@@ -501,7 +506,7 @@ class KnowledgeWeb:
         vectors = self.embedder.encode([question, *keywords])
         seeds, names, matches = self._matched_keywords(keywords, vectors[1:], keyword_k, min_similarity)
         if method == "graph":
-            hits = graph_hits(self, vectors[0], seeds, names, graph or GraphSearchSettings(), question)
+            hits = graph_hits(self, vectors[0], seeds, names, graph or self.SEARCH_DEFAULTS, question)
         else:
             hits = self._keyword_hits(vectors[0], seeds, names, degree_weight, question, candidates)
         gone = self._withdrawn()

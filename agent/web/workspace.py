@@ -341,7 +341,10 @@ class Workspace:
         # A file uploaded again is its new version: its earlier rows give way to the new ones.
         rows = [(name, fact) for name, fact in self.uploaded() if name not in files]
         known = {fact.text for _, fact in rows}
-        rows += [(name, fact) for name, fact in new if fact.text not in known and not known.add(fact.text)]
+        for name, fact in new:
+            if fact.text not in known:
+                known.add(fact.text)
+                rows.append((name, fact))
         report["index_added"] = self._store_uploaded(rows)
         report["new_facts"] = len(new)
         report["seconds"] = round(time.perf_counter() - started, 2)

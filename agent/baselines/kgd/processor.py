@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
@@ -89,7 +89,7 @@ class KnowledgeGuidedLogitsProcessor(LogitsProcessor):
             bonus[list(rows_idx), list(cols_idx)] = torch.as_tensor(self.weight * r, dtype=bonus.dtype,
                                                                     device=bonus.device)
         self.scoring_seconds += time.perf_counter() - started
-        return scores.scatter_add(1, top, bonus)
+        return cast(torch.FloatTensor, scores.scatter_add(1, top, bonus))
 
     def _candidates(self, input_ids: torch.Tensor, values: torch.Tensor, top: torch.Tensor,
                     rows_per_item: int) -> tuple[list[str], list[tuple[str, ...]], list[tuple[int, int]]]:

@@ -51,7 +51,7 @@ def chunk_passages(texts: Sequence[str], size: int = 500, overlap: int = 100) ->
     """
     if isinstance(texts, str):
         raise FactweaveError("chunk_passages() takes a sequence of passages, not a single string: wrap it in a list")
-    chunks = []
+    chunks: list[str] = []
     for position, text in enumerate(texts):
         if not isinstance(text, str):
             raise FactweaveError(f"passage {position} is {type(text).__name__}, not str")

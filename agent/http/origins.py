@@ -26,7 +26,7 @@ The chat UI (Gradio, which checks neither ``Host`` nor a foreign ``Origin`` when
 the page's own: measured on gradio 6.31) runs the same guard without the content-type rule.
 
 The bearer key (:func:`key_refused`, 401) is one check for both servers: the agent's app asks
-for it on its routes, vLLM's app through :class:`~agent.serve.vllm_server.VllmRequestChecks`.
+for it on its routes, vLLM's app through :class:`agent.serve.vllm_server.VllmRequestChecks`.
 
 Example::
 
@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 from agent.errors import FactweaveError
 
-from . import wire
+from .errors import ApiError
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 LOOPBACK = "127.0.0.1"
@@ -156,7 +156,7 @@ def refuse_if_exposed(host: str, api_key: str | None, insecure: bool = False) ->
     log.warning("serving on %s without an API key (--insecure): anyone who reaches it can use the model", host)
 
 
-def key_refused(authorization: str | None, api_key: str | None) -> wire.ApiError | None:
+def key_refused(authorization: str | None, api_key: str | None) -> ApiError | None:
     """The 401 for a request whose ``Authorization`` header does not carry ``api_key`` as its
     bearer token; None when it does or no key is set."""
     if not api_key:
@@ -165,7 +165,7 @@ def key_refused(authorization: str | None, api_key: str | None) -> wire.ApiError
     # Constant-time comparison, so the key cannot be guessed from response timings.
     if scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), api_key.encode()):
         return None
-    return wire.ApiError(401, "invalid or missing API key", "authentication_error", code="invalid_api_key",
+    return ApiError(401, "invalid or missing API key", "authentication_error", code="invalid_api_key",
                          headers={"WWW-Authenticate": "Bearer"})
 
 
@@ -188,17 +188,17 @@ class OriginGuard:
         else:
             await refuse(send, refused)
 
-    def refused(self, scope) -> wire.ApiError | None:
+    def refused(self, scope) -> ApiError | None:
         """Why the request of ``scope`` is refused (its status, message and code), else None."""
         headers = request_headers(scope)
         host, origin = headers.get("host"), headers.get("origin")
         why = self.policy.host_refused(host) or self.policy.origin_refused(origin, host)
         if why is not None:
-            return wire.ApiError(403, why, code="forbidden_origin")
+            return ApiError(403, why, code="forbidden_origin")
         if self.json_posts and scope.get("method") == "POST":
             media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if media != "application/json":
-                return wire.ApiError(415, f"Content-Type must be application/json, not {media or 'none'!r}",
+                return ApiError(415, f"Content-Type must be application/json, not {media or 'none'!r}",
                                      code="unsupported_media_type")
         return None
 
@@ -208,7 +208,7 @@ def request_headers(scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
-async def refuse(send, error: wire.ApiError) -> None:
+async def refuse(send, error: ApiError) -> None:
     """Answer ``error`` with OpenAI's error body (before anything else reads the request)."""
     body = json.dumps(error.body()).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

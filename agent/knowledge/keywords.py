@@ -4,17 +4,22 @@ Rules, not a model, so that a fact and a question that name the same thing get t
 and a build is fast and deterministic: runs of capitalized words are one name ("Journal of
 Psychotherapy Integration", with lowercase joiners such as "of" or "de" inside; a question's first
 word, when a small one like "Are" or "Did", starts none), numbers and years are kept, and the
-remaining content words (no stop words, at least three letters) are keywords on their own. Keywords are compared by their normalized form (:func:`keyword_id`), so "Paris" and
-"paris" are one keyword node.
+remaining content words (no stop words, at least three letters) are keywords on their own. Keywords
+are compared by their normalized form (:func:`normalize_keyword`; the knowledge web's keyword node
+id is made from it, :func:`agent.web.documents.keyword_id`), so "Paris" and "paris" are one keyword
+node.
+
+Here, beside the facts, because every layer reads names this way: the web links facts to keywords,
+the agent's steps read a question's names, and the hop rule (in-process and inside vLLM) searches
+the entities a stated fact brings in (:func:`bridge_entities`).
 """
 from __future__ import annotations
 
 import re
 import unicodedata
 
-from ..knowledge.facts import parse_triple
-from ..knowledge.normalize import normalize_answer
-from .documents import stable_id
+from .facts import parse_triple
+from .normalize import normalize_answer
 
 STOP_WORDS = frozenset(
     ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "many", "much", "old", "one", "ones", "did", "first", "last", "year", "years", "known", "called", "named", "became", "become", "later", "however", "whose", "whether", "which's"]
@@ -32,10 +37,6 @@ def normalize_keyword(keyword: str) -> str:
     """Case-folded, accent-kept, whitespace-folded form used to identify a keyword."""
     text = unicodedata.normalize("NFKC", keyword).casefold()
     return " ".join(text.replace("’", "'").split())
-
-
-def keyword_id(keyword: str) -> str:
-    return stable_id("kw", normalize_keyword(keyword))
 
 
 def _is_capitalized(token: str) -> bool:
