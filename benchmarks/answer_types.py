@@ -1,6 +1,6 @@
 """The answer check's type rule, measured: how often it would refuse a right answer.
 
-The answer check (``agent/pipeline/asked.py``) asks an answer to hold a number when a "what is
+The answer check (``agent/pipeline/asked.py``, ``relations.py``) asks an answer to hold a number when a "what is
 ..." question's closest relation is numeric (``RelationMatcher.asks_number``, numeric read from
 the values the knowledge holds: ``agent/data/relations/value-types.tsv``). For every question of
 the shared datasets (``../shared/data``) and the project's paraphrase set, the rule is applied to
@@ -26,8 +26,9 @@ sys.path.insert(0, str(REPO))
 
 from agent.embeddings import Embedder  # noqa: E402
 from agent.eval.datasets import load_questions  # noqa: E402
-from agent.pipeline.asked import (RelationLabels, RelationMatcher, _question_names, asked_clause,  # noqa: E402
-                                  asks_a_named_thing, offered_alternatives)
+from agent.pipeline.question_reading import (_question_names, asked_clause, asks_a_named_thing,  # noqa: E402
+                                             offered_alternatives)
+from agent.pipeline.relations import RelationLabels, RelationMatcher  # noqa: E402
 from agent.pipeline.values import parse_number  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"

@@ -1,7 +1,7 @@
 """Today's answer checks on the labelled cases (``benchmarks/data/check_cases.jsonl``), dev and
-test halves side by side: the rule checks of ``agent/pipeline/asked.py`` as they are now, the
-local model's verdict (a few-shot yes/no, ``prompts/check/verdict.txt``) with its threshold
-fitted on the dev half only, and the two together.
+test halves side by side: the rule checks of ``agent/pipeline/asked.py`` (with ``relations.py`` and
+``question_reading.py``) as they are now, the local model's verdict (a few-shot yes/no,
+``prompts/check/verdict.txt``) with its threshold fitted on the dev half only, and the two together.
 
 The rule checks run as the agent runs them: the answer grounded in a connected chain of the stated
 facts first (``agent/pipeline/grounding.py``), a computed answer not checked, then the check on
@@ -63,7 +63,7 @@ def swapped(cases: list[dict], triples: Sequence[tuple[str, str, str]] | None = 
     answered by a date of birth). What the agent states when it takes a fact of the right subject
     that says something else. ``triples``: the knowledge (default :func:`knowledge_triples`)."""
     from agent.knowledge.facts import parse_triple
-    from agent.pipeline.asked import is_number
+    from agent.pipeline.relations import is_number
     from agent.pipeline.fact_agent import default_relations
 
     singles = [(c, parse_triple(c["facts"][0])) for c in cases
@@ -127,7 +127,7 @@ def renamed(cases: list[dict]) -> list[dict]:
     or a number ("When was X born?" answered "London" from the same facts), else the question's
     own name when the facts hold it ("Who directed X?" answered "X"). What the agent states when
     it takes the wrong name out of the right facts."""
-    from agent.pipeline.asked import _question_names
+    from agent.pipeline.question_reading import _question_names
     from agent.pipeline.grounding import holds_answer
     from agent.pipeline.values import parse_date, parse_number
     from agent.knowledge.keywords import extract_keywords
@@ -155,7 +155,7 @@ def _drop(name: str) -> Callable[[Any], None]:
     def patch(stack: ExitStack) -> None:
         import inspect
 
-        from agent.pipeline.asked import RelationMatcher
+        from agent.pipeline.relations import RelationMatcher
 
         whole = RelationMatcher.check
         signature = inspect.signature(whole)
@@ -168,12 +168,13 @@ def _drop(name: str) -> Callable[[Any], None]:
     return patch
 
 
-def _neutral(attribute: str, value: Callable[..., Any]) -> Callable[[Any], None]:
-    """``agent.pipeline.asked.<attribute>`` replaced by ``value`` (a check that never fires)."""
+def _neutral(attribute: str, value: Callable[..., Any], module: str = "asked") -> Callable[[Any], None]:
+    """``agent.pipeline.<module>.<attribute>`` replaced by ``value`` (a check that never fires):
+    ``module`` the one that looks the name up (``relations`` for the matchers and what they call)."""
     def patch(stack: ExitStack) -> None:
-        from agent.pipeline import asked
+        import importlib
 
-        target = asked
+        target: Any = importlib.import_module(f"agent.pipeline.{module}")
         *owners, last = attribute.split(".")
         for owner in owners:
             target = getattr(target, owner)
@@ -182,18 +183,18 @@ def _neutral(attribute: str, value: Callable[..., Any]) -> Callable[[Any], None]
 
 
 def _unchecked() -> Any:
-    from agent.pipeline.asked import AskedCheck
+    from agent.pipeline.relations import AskedCheck
 
     return AskedCheck(True, None, "", "", "none", 0.0, "not checked")
 
 
-# Each hand check of agent/pipeline/asked.py by name, with how it is turned off (--ablate): the
+# Each hand check of agent/pipeline/asked.py (and relations.py) by name, with how it is turned off (--ablate): the
 # rule checks run again without it, to measure what it brings on each half.
 ABLATIONS: dict[str, tuple[str, Callable[[Any], None]]] = {
     "type": ("a when/how-many question takes a date/number (answer_type_fits)",
              _neutral("answer_type_fits", lambda question, answer: "")),
     "number": ("a question closest to a numeric relation takes a number (asks_number)",
-               _neutral("RelationMatcher.asks_number", lambda self, question, names=(): "")),
+               _neutral("RelationMatcher.asks_number", lambda self, question, names=(): "", "relations")),
     "name": ("an answer repeating a name of the question (repeats_a_name)",
              _neutral("repeats_a_name", lambda question, answer, stated=(): "")),
     "whole": ("an answer repeating the whole statement (repeats_the_statement)",
@@ -205,17 +206,17 @@ ABLATIONS: dict[str, tuple[str, Callable[[Any], None]]] = {
     "clause": ("what is asked: the question's last clause, past what it describes (asked_clause)",
                _neutral("asked_clause", lambda question: question)),
     "thing": ("a bare number does not answer a question that asks a thing (asks_a_thing)",
-              _neutral("RelationMatcher.asks_a_thing", lambda self, ranked: "")),
+              _neutral("RelationMatcher.asks_a_thing", lambda self, ranked: "", "relations")),
     "other-type": ("only relations whose values are of the fact's type compete (other_type)",
-                   _neutral("RelationLabels.other_type", lambda self, value: frozenset())),
+                   _neutral("RelationLabels.other_type", lambda self, value: frozenset(), "relations")),
     "which": ("the noun a question's which/what asks, when a relation's label (asked_noun)",
-              _neutral("asked_noun", lambda question: [])),
+              _neutral("asked_noun", lambda question: [], "relations")),
     "held": ("the closest of the relations the subject holds, within the wide margin (held)", _drop("held")),
     "spent": ("a relation spent earlier in the chain is not asked again (used)", _drop("used")),
     "onward": ("a relation the object holds and the subject not: a step on the way (onward)", _drop("onward")),
     "statement": ("a statement against what is asked (StatementMatcher; off: statements pass)",
                   _neutral("StatementMatcher.check", lambda self, question, statement, subject, answer:
-                           _unchecked())),
+                           _unchecked(), "relations")),
 }
 
 
@@ -240,7 +241,8 @@ def _held(subject: str, facts: list[str]) -> list[str]:
 
 def _rule_verdicts(cases: list[dict], reader: str | None, kinds: str) -> list[bool]:
     from agent.embeddings import Embedder
-    from agent.pipeline.asked import AskedChecker, RelationMatcher
+    from agent.pipeline.asked import AskedChecker
+    from agent.pipeline.relations import RelationMatcher
     from agent.pipeline.fact_agent import default_relations
     from agent.pipeline.grounding import clean_answer, ground
 

@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from agent.pipeline import asked, chaining, grounding, options, plan  # noqa: E402
+from agent.pipeline import asked, chaining, grounding, options, plan, question_reading, values  # noqa: E402
 from agent.pipeline.conversation import MAX_QUESTION_CHARS, check_question, rewrite_by_rules  # noqa: E402
 from agent.prompts import listed_question  # noqa: E402
 from agent.rerank.qtype import detect_question_type  # noqa: E402
@@ -72,12 +72,12 @@ def read_question(question: str) -> None:
     the_plan = plan.QuestionPlan("choice", tuple(found[:2]) or ("Ab", "Cd"), "", {})
     options.same_attribute(question)
     options.asked_event(None, question, the_plan)
-    named, noun = asked.asked_through(question)
-    asked.ask_past(question, named or "Ab", noun or "director", "Ann Lee")
-    asked.asked_clause(question)
-    asked.asked_noun(question)
-    asked.answer_type_fits(question, "Ann Lee")
-    asked.offered_alternatives(question)
+    named, noun = question_reading.asked_through(question)
+    question_reading.ask_past(question, named or "Ab", noun or "director", "Ann Lee")
+    question_reading.asked_clause(question)
+    question_reading.asked_noun(question)
+    values.answer_type_fits(question, "Ann Lee")
+    question_reading.offered_alternatives(question)
     asked.repeats_a_name(question, "Ab", FACTS)
     checker = asked.AskedChecker(None)
     checker.check(question, "Ann Lee", FACTS, [0, 1, 2])

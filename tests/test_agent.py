@@ -283,7 +283,7 @@ def test_a_question_asked_through_a_role_hops_to_who_fills_it(smollm, agent_web)
     their order (the island first)."""
     from types import SimpleNamespace
 
-    from agent.pipeline.asked import asked_through
+    from agent.pipeline.question_reading import asked_through
     from agent.pipeline.chaining import ChainingTree
 
     question = "Where was the founder of Zorblax Station born?"
@@ -410,7 +410,7 @@ def test_a_life_asked_of_options_that_have_none_is_read_of_whom_their_facts_name
     give the other film). "Which film is older?" of the same films compares their own years.
     "Who lived longer, Ada Quint or Bo Rask?" reads each from a fact with both dates of the
     life (Bo Rask's top facts give years of his work). Written for this test."""
-    from agent.pipeline.asked import RelationLabels, RelationMatcher
+    from agent.pipeline.relations import RelationLabels, RelationMatcher
     from agent.pipeline.options import OptionsStep
     from agent.pipeline.plan import QuestionPlan
 

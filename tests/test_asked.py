@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent.pipeline.asked import AskedChecker, RelationLabels, RelationMatcher, asked_through
+from agent.pipeline.asked import AskedChecker
+from agent.pipeline.question_reading import asked_through
+from agent.pipeline.relations import RelationLabels, RelationMatcher
 
 
 @pytest.fixture(scope="module")
@@ -242,7 +244,7 @@ def test_an_offered_option_may_be_the_answer():
     ("Who is an actor in Harbor Lights?", "Who is an actor in Harbor Lights?"),
 ])
 def test_what_is_asked_of_the_last_thing_a_question_describes(question, clause):
-    from agent.pipeline.asked import asked_clause
+    from agent.pipeline.question_reading import asked_clause
 
     assert asked_clause(question) == clause
 
@@ -304,7 +306,7 @@ def test_a_relation_is_numeric_by_the_values_the_knowledge_holds():
 
 
 def test_the_name_and_role_a_question_asks_through():
-    from agent.pipeline.asked import asked_through
+    from agent.pipeline.question_reading import asked_through
     from agent.pipeline.chaining import role_holder
 
     assert asked_through("Who is the spouse of the director of film Lamp Street?") == ("Lamp Street", "director")
@@ -452,7 +454,7 @@ def test_an_answer_that_is_the_thing_a_relative_clause_describes_is_withheld(mat
     ("Where was Ada Quint, Duchess Of Tarnow's mother born?", "Eva Lind", "Where was Eva Lind born?"),
 ])
 def test_a_question_through_a_role_is_asked_again_of_whom_it_reached(question, holder, asked):
-    from agent.pipeline.asked import ask_past
+    from agent.pipeline.question_reading import ask_past
 
     named, role = asked_through(question)
     assert ask_past(question, named, role, holder) == asked
@@ -467,7 +469,7 @@ def test_a_question_through_a_role_is_asked_again_of_whom_it_reached(question, h
     ("When did Sir Ola Quint, 3rd Baronet's father die?", "Who is Sir Ola Quint, 3rd Baronet's father?"),
 ])
 def test_who_fills_the_role_a_question_asks_through_is_asked_in_its_own_words(question, first):
-    from agent.pipeline.asked import ask_holder
+    from agent.pipeline.question_reading import ask_holder
 
     assert ask_holder(question, *asked_through(question)) == first
     # that question asks the role itself: nothing is asked through it (a title's qualifier,

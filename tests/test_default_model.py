@@ -213,7 +213,8 @@ def test_the_default_models_golden_questions_are_answered_right_from_a_stated_fa
 def test_the_model_reads_a_relation_the_embeddings_miss_and_refuses_another(default_loaded, question, fact, passed):
     from agent.embeddings import Embedder
     from agent.knowledge.facts import parse_triple
-    from agent.pipeline.asked import AskedChecker, RelationMatcher
+    from agent.pipeline.asked import AskedChecker
+    from agent.pipeline.relations import RelationMatcher
     from agent.pipeline.fact_agent import default_relations, shared_reader
 
     reader = shared_reader(default_loaded.model, default_loaded.tokenizer)
@@ -245,7 +246,8 @@ def test_the_model_reads_a_relation_the_embeddings_miss_and_refuses_another(defa
 ])
 def test_the_model_reads_whether_a_role_is_what_is_asked_or_has_it(default_loaded, question, facts, answer, passed):
     from agent.embeddings import Embedder
-    from agent.pipeline.asked import AskedChecker, RelationMatcher
+    from agent.pipeline.asked import AskedChecker
+    from agent.pipeline.relations import RelationMatcher
     from agent.pipeline.fact_agent import default_relations, shared_kinds
 
     kinds = shared_kinds(default_loaded.model, default_loaded.tokenizer)

@@ -125,7 +125,7 @@ def test_swapped_cases_keep_the_question_and_subject_and_take_another_relation_o
     # and one across kinds for each right case: a relation of numbers and one of its values (in
     # the bundled value types and the knowledge) for a thing, a relation of things for a date
     from agent.knowledge.facts import parse_triple
-    from agent.pipeline.asked import is_number
+    from agent.pipeline.relations import is_number
     from agent.pipeline.fact_agent import default_relations
 
     relations = default_relations(None)

@@ -279,7 +279,7 @@ def test_each_option_is_dated_by_the_event_its_own_phrase_names():
     year Y joined a band is not it), X by any date its facts give; an option the question names
     without an event of its own is dated as the question asks. Written for this test."""
     from agent.embeddings import Embedder
-    from agent.pipeline.asked import RelationLabels, RelationMatcher
+    from agent.pipeline.relations import RelationLabels, RelationMatcher
     from agent.pipeline.options import option_event
 
     matcher = RelationMatcher(Embedder(), RelationLabels.bundled())
@@ -301,7 +301,7 @@ def test_a_question_asked_through_a_role_opens_with_the_fact_that_names_who_fill
     no director, nor one about another film), one naming the director after "directed" first."""
     from types import SimpleNamespace
 
-    from agent.pipeline.asked import asked_through
+    from agent.pipeline.question_reading import asked_through
     from agent.pipeline.chaining import names, role_lead
 
     question = "Who is the spouse of the director of film Lamp Street?"
@@ -329,7 +329,7 @@ def test_which_date_of_a_life_a_question_orders_by_in_several_wordings():
     ordered in time with no event named are ordered by birth; a film's order asks neither.
     Written for this test."""
     from agent.embeddings import Embedder
-    from agent.pipeline.asked import RelationLabels, RelationMatcher
+    from agent.pipeline.relations import RelationLabels, RelationMatcher
     from agent.pipeline.options import asked_event
 
     matcher = RelationMatcher(Embedder(), RelationLabels.bundled())

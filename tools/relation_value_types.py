@@ -6,10 +6,10 @@ Usage (from the repository root)::
     .venv/bin/python tools/relation_value_types.py /data/kamel --out /tmp/value-types.tsv
 
 A relation is ``number`` when at least half of its values in every split (and three at least)
-are bare numbers (``agent.pipeline.asked.is_number``: a year, a count, a measure), read from
+are bare numbers (``agent.pipeline.relations.is_number``: a year, a count, a measure), read from
 the data, never from the relation's name. The answer check then asks an answer to a question
-whose closest relation is numeric to hold a number (``agent/pipeline/asked.py``). Written to a
-sibling file and renamed into place.
+whose closest relation is numeric to hold a number (``agent/pipeline/asked.py``, the relation read by
+``agent/pipeline/relations.py``). Written to a sibling file and renamed into place.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from agent.pipeline.asked import MIN_VALUES, NUMERIC_SHARE, is_number  # noqa: E402
+from agent.pipeline.relations import MIN_VALUES, NUMERIC_SHARE, is_number  # noqa: E402
 
 
 def value_types(source: Path) -> list[tuple[str, str, str]]:

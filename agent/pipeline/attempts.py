@@ -40,9 +40,11 @@ from ..index.about import facts_about, subject_relations
 from ..index.base import FactTree
 from ..knowledge.facts import parse_triple
 from ..knowledge.normalize import normalize_answer
-from .asked import AskedCheck, AskedChecker, ask_past, asked_through
+from .asked import AskedChecker
 from .chaining import ChainingTree
 from .grounding import Grounding, answer_values, clean_answer, ground, knows
+from .question_reading import ask_past, asked_through
+from .relations import AskedCheck
 from .replies import Reply, ReplyPart, ReplyWriter
 from .trace import question_fact
 

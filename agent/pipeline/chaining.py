@@ -9,7 +9,7 @@ facts join the tree (:class:`~agent.index.union.GrowingFactIndex`) before the ne
 of the same generation; each is searched in the question's context (:func:`hop_query`). Hops
 are bounded (``max_hops`` searches per attempt, ``k`` facts each, ``max_facts`` added in all).
 A question asked through a role of a thing it names ("Where did the director of film X
-study?", :func:`~.asked.asked_through`) hops from a fact of X to who fills the role alone (the
+study?", :func:`~.question_reading.asked_through`) hops from a fact of X to who fills the role alone (the
 name right after the word that says it, :func:`role_holder`), and keeps the facts about them
 (:func:`is_about`): their name opens the fact, or the fact comes from their own document.
 

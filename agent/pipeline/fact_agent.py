@@ -70,7 +70,9 @@ from ..web.retrieval import merge_hits, rank
 from ..web.subqueries import write_subqueries
 from .agent_options import AgentOptions
 from .attempts import GenerationAttempts, emit, since
-from .asked import AskedChecker, RelationLabels, RelationMatcher, ask_holder, ask_past, asked_through
+from .asked import AskedChecker
+from .question_reading import ask_holder, ask_past, asked_through
+from .relations import RelationLabels, RelationMatcher
 from .relation_reading import KindReader, RelationReader
 from .trace import question_fact
 from .chaining import ChainingTree, is_about, role_holders, role_lead

@@ -71,7 +71,7 @@ from .values import (Dated, answer_type_fits, compare_dates, dates_in, life_date
 if TYPE_CHECKING:
     from ..web.retrieval import FactHit
     from ..web.web import KnowledgeWeb
-    from .asked import RelationMatcher
+    from .relations import RelationMatcher
 
 OPTIONS_PROMPT = "agent-options"
 # Tokens per line of the reply (a ``Fact:`` line may take its longest fact's tokens and a few

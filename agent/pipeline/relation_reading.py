@@ -20,7 +20,7 @@ examples written for this project (``prompts/check/relation.txt``, other wording
 set's), each candidate label is scored by the mean log-probability of its tokens as the
 relation the question asks; the best scored is the model's reading. It prefers general labels
 (``languages spoken, written or signed`` over ``writing language``), so it is a second reader
-beside the embeddings (:class:`~agent.pipeline.asked.RelationMatcher`), not a replacement.
+beside the embeddings (:class:`~agent.pipeline.relations.RelationMatcher`), not a replacement.
 
 The examples' part of the prompt is read once and its key/value cache kept; the question and the
 candidates' own tokens in one batch on transformers (on llama.cpp, stepping one sequence, each
