@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from agent.pipeline import asked, chaining, grounding, options, plan, question_reading, values  # noqa: E402
+from agent.pipeline import asked, chaining, comparison, grounding, plan, question_reading, values  # noqa: E402
 from agent.pipeline.conversation import MAX_QUESTION_CHARS, check_question, rewrite_by_rules  # noqa: E402
 from agent.prompts import listed_question  # noqa: E402
 from agent.rerank.qtype import detect_question_type  # noqa: E402
@@ -70,8 +70,8 @@ def read_question(question: str) -> None:
     plan.said_of_one(question, found)
     plan.role_nouns(question, found)
     the_plan = plan.QuestionPlan("choice", tuple(found[:2]) or ("Ab", "Cd"), "", {})
-    options.same_attribute(question)
-    options.asked_event(None, question, the_plan)
+    comparison.same_attribute(question)
+    comparison.asked_event(None, question, the_plan)
     named, noun = question_reading.asked_through(question)
     question_reading.ask_past(question, named or "Ab", noun or "director", "Ann Lee")
     question_reading.asked_clause(question)

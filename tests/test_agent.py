@@ -375,7 +375,7 @@ def test_an_option_is_dated_from_its_own_document_when_no_fact_found_by_its_name
     ten), and its own document's "The company was founded in 1961 ..." names no bakery. The
     option's own document is read whole, so the step is computed from that sentence (a search
     for the name alone never reaches it: checked below)."""
-    from agent.pipeline.options import OptionsStep
+    from agent.pipeline.comparison import ComparisonStep
     from agent.pipeline.plan import QuestionPlan
 
     mentions = [f"Guest {i} of the Velmora fair wrote that Ember Quay Bakery sells rye loaves on stall {i}."
@@ -395,7 +395,7 @@ def test_an_option_is_dated_from_its_own_document_when_no_fact_found_by_its_name
         question = "Which was founded first, Ember Quay Bakery or Dune Sea Pies?"
         listed = [h for h in web.search(question, 20).hits if h.text != dated and "1961" not in h.text]
         plan = QuestionPlan("choice", ("Ember Quay Bakery", "Dune Sea Pies"), "earlier")
-        result = OptionsStep(demo_generator, web).run(question, plan, listed)
+        result = ComparisonStep(demo_generator, web).run(question, plan, listed)
     finally:
         web.close()
     assert dated in result.text and "Answer: 1961" in result.text, result.text
@@ -411,7 +411,7 @@ def test_a_life_asked_of_options_that_have_none_is_read_of_whom_their_facts_name
     "Who lived longer, Ada Quint or Bo Rask?" reads each from a fact with both dates of the
     life (Bo Rask's top facts give years of his work). Written for this test."""
     from agent.pipeline.relations import RelationLabels, RelationMatcher
-    from agent.pipeline.options import OptionsStep
+    from agent.pipeline.comparison import ComparisonStep
     from agent.pipeline.plan import QuestionPlan
 
     corpus = [{"title": "Quiet Harbour", "text": "Quiet Harbour is a 1954 drama film directed by Paul Amsel."},
@@ -428,7 +428,7 @@ def test_a_life_asked_of_options_that_have_none_is_read_of_whom_their_facts_name
     matcher = RelationMatcher(embedder, RelationLabels.bundled())
     films = ("Quiet Harbour", "The Winter Gate")
     try:
-        step = OptionsStep(demo_generator, web, matcher=matcher)
+        step = ComparisonStep(demo_generator, web, matcher=matcher)
         web.add_documents(read_documents([tmp_path / "corpus.json"]), SentenceDecomposer(), progress=False)
         question = "Which director died first, Quiet Harbour or The Winter Gate?"
         died = step.run(question, QuestionPlan("choice", films, "earlier"), web.search(question, 2).hits)

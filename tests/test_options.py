@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.pipeline.options import OptionReading, compute_step
+from agent.pipeline.comparison import OptionReading, compute_step
 from agent.pipeline.plan import QuestionPlan, said_of_both
 
 FACTS = ["Quiet Harbour is a 1954 drama directed by Paul Amsel.",
@@ -241,7 +241,7 @@ def test_an_option_s_facts_are_its_own_a_qualified_title_is_not_its_namesake():
     from types import SimpleNamespace
 
     from agent.pipeline.chaining import bare_name
-    from agent.pipeline.options import _of_option
+    from agent.pipeline.comparison import _of_option
 
     def hit(title: str) -> SimpleNamespace:
         return SimpleNamespace(provenance={"title": title})
@@ -261,7 +261,7 @@ def test_a_same_question_compares_values_of_the_kind_it_names():
     embedder puts near the word (a nationality, a country), never a title or a person; with
     no name of that kind the option is left unread."""
     from agent.embeddings import Embedder
-    from agent.pipeline.options import same_attribute, values_of_kind
+    from agent.pipeline.comparison import same_attribute, values_of_kind
 
     assert same_attribute("Are both Lamp Street and Dune Sea from the same country?") == "country"
     assert same_attribute("Do the two directors share the same nationality?") == "nationality"
@@ -280,7 +280,7 @@ def test_each_option_is_dated_by_the_event_its_own_phrase_names():
     without an event of its own is dated as the question asks. Written for this test."""
     from agent.embeddings import Embedder
     from agent.pipeline.relations import RelationLabels, RelationMatcher
-    from agent.pipeline.options import option_event
+    from agent.pipeline.comparison import option_event
 
     matcher = RelationMatcher(Embedder(), RelationLabels.bundled())
     plan = QuestionPlan(kind="choice", options=("The Velvet Gulls", "Ada Quint"), order="earlier")
@@ -330,7 +330,7 @@ def test_which_date_of_a_life_a_question_orders_by_in_several_wordings():
     Written for this test."""
     from agent.embeddings import Embedder
     from agent.pipeline.relations import RelationLabels, RelationMatcher
-    from agent.pipeline.options import asked_event
+    from agent.pipeline.comparison import asked_event
 
     matcher = RelationMatcher(Embedder(), RelationLabels.bundled())
 
@@ -364,7 +364,7 @@ def test_whose_life_an_option_is_read_of_is_said_by_its_facts():
     option's fact follows with a name, and does not call the option by, says whom the date is
     read of; the film's own kind ("film") does not; an option with that date of its own is read
     as itself. Written for this test."""
-    from agent.pipeline.options import led_role
+    from agent.pipeline.comparison import led_role
 
     plan = QuestionPlan("choice", ("Quiet Harbour", "The Winter Gate"), "earlier")
     film = ["Quiet Harbour is a 1954 drama film directed by Paul Amsel."]
@@ -385,7 +385,7 @@ def test_a_value_is_a_name_within_one_stretch_between_punctuation_marks():
     """"... in Rapides Parish, Louisiana, United States." offers three places to compare, not one
     run of capitalised words that is no place at all (so no state was read for the airport)."""
     from agent.embeddings import Embedder
-    from agent.pipeline.options import _values, values_of_kind
+    from agent.pipeline.comparison import _values, values_of_kind
 
     plan = QuestionPlan("same", ("Orvik Airfield", "Selden Airport"))
     fact = "Selden Airport (IATA: SLD) is a public airport west of Harwick, in Tamsin County, Louisiana, United States."

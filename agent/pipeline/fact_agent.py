@@ -12,7 +12,7 @@ The pipeline is a LangGraph graph (so the agent is a LangChain ``Runnable``)::
 rest works on the standalone question. ``plan`` reads what the question asks (:mod:`.plan`):
 a look-up, or a step over two options it names (which is earlier, later, more or less; whether
 the first is; whether both share a value; how far apart they are). A step is computed in code
-from facts the model states for each option (:mod:`.options`).
+from facts the model states for each option (:mod:`.comparison`).
 
 A look-up is **read** (:mod:`.replies`): the retrieved facts are listed in the prompt
 (``prompts/agent/``) and the model copies the ones it needs as ``Fact:`` lines, constrained to
@@ -78,7 +78,7 @@ from .trace import question_fact
 from .chaining import ChainingTree, is_about, role_holders, role_lead
 from .conversation import Rewrite, check_question, rewrite_by_rules, rewrite_with_chat, trim_history
 from .grounding import DONT_KNOW, clean_answer, holds_answer, knows
-from .options import OptionsStep
+from .comparison import ComparisonStep
 from .plan import PlanReader, QuestionPlan, order_asked
 from .replies import ReplyWriter
 
@@ -275,13 +275,13 @@ class FactAgent:
         return self._part("attempts", lambda: GenerationAttempts(self.generator, lambda: self.checker, self.options.checks))
 
     @property
-    def options_step(self) -> OptionsStep:
+    def comparison_step(self) -> ComparisonStep:
         def similar(a: str, b: str) -> float:
             vectors = self._embedder().encode([a, b])
             return float(vectors[0] @ vectors[1])
 
-        return self._part("options", lambda: OptionsStep(self.generator, self.web, similar=similar,
-                                                         matcher=self.matcher, hop_k=self.options.hop_k))
+        return self._part("comparison", lambda: ComparisonStep(self.generator, self.web, similar=similar,
+                                                               matcher=self.matcher, hop_k=self.options.hop_k))
 
     # --- running ---------------------------------------------------------------------------------
 
@@ -355,7 +355,7 @@ class FactAgent:
         graph.add_node("retrieve", self._retrieve)
         graph.add_node("rerank", self._rerank)
         graph.add_node("plan", self._plan)
-        graph.add_node("options", self._options)
+        graph.add_node("options", self._comparison)  # the node over the two options (its name kept)
         graph.add_node("read", self._read)
         graph.add_node("subquery", self._subquery)
         graph.add_node("kb", self._kb)
@@ -461,8 +461,8 @@ class FactAgent:
         emit({"event": "step", "step": step})
         return {"plan": plan.as_dict(), "steps": [step]}
 
-    def _options(self, state: _State) -> dict[str, Any]:
-        """The step over the plan's two options (:mod:`.options`): one reply, computed in code."""
+    def _comparison(self, state: _State) -> dict[str, Any]:
+        """The step over the plan's two options (:mod:`.comparison`): one reply, computed in code."""
         fields: dict[str, Any] = {k: (tuple(v) if k == "options" else v) for k, v in state["plan"].items()}
         plan = QuestionPlan(**fields)
         number = len(state["attempts"])
@@ -472,7 +472,7 @@ class FactAgent:
         def on_text(text: str) -> None:
             emit({"event": "token", "text": text, "attempt": number})
 
-        result = self.options_step.run(state["question"], plan, hits, stop=state.get("stop"), on_text=on_text)
+        result = self.comparison_step.run(state["question"], plan, hits, stop=state.get("stop"), on_text=on_text)
         known = {h.text: h for h in hits}
         facts = []
         for span in result.spans:

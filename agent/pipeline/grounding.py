@@ -35,12 +35,12 @@ one anyway and answers from it. An answer stands when:
    9, refactx 3) and 6 right ones, each missing a name of the question: HotpotQA "6.21 e6hL" (agent
    1 run, web-rag 3) for a team "originally based in Gothais", a misspelling of the Gotha its fact
    names; web-rag's "Edward Rapallo" for which of two men died more recently, from a fact about him
-   alone; and one choice between two films that the agent proves by its own step (:mod:`.options`),
+   alone; and one choice between two films that the agent proves by its own step (:mod:`.comparison`),
    where this rule does not apply. None of the checked table's agent look-up answers changes.
 
 No answer stands that only repeats a whole name the question asks about ("Leonida Tonelli" for
 what Leonida Tonelli's occupation is; "Mexico" for the country of Mexico City may stand).
-Questions that compare two things are answered by a step over them (:mod:`.options`), not here;
+Questions that compare two things are answered by a step over them (:mod:`.comparison`), not here;
 that the fact holding an answer says what was asked is checked next (:mod:`.asked`).
 
 Anything else is not proven, whatever it says; the agent then tries the next tree and in the

@@ -1,6 +1,6 @@
 """What a question asks, read into a small plan: a look-up, or a step over two options.
 
-The reasoning steps the agent computes in code (:mod:`.options`) need to know, before anything
+The reasoning steps the agent computes in code (:mod:`.comparison`) need to know, before anything
 is generated, whether a question compares two things and which:
 
 | kind | what is asked | answer |
@@ -26,7 +26,7 @@ How each part is read, and why so:
 - **What it says of the options** (``trait``): "Are X and Y both film directors?" -> "film
   directors" (:func:`said_of_both`); "Which singer is American, X or Y?", a question the
   examples read as a look-up but that offers two alternatives, -> a choice by "American"
-  (:func:`said_of_one`). The step reads it from each option's facts (:mod:`.options`).
+  (:func:`said_of_one`). The step reads it from each option's facts (:mod:`.comparison`).
 - **The order asked** (earlier, later, more, less) is read from the comparative the question
   uses ("older", "first", "more recently", "longer", "fewer", ...; :data:`ORDER_WORDS`): a
   closed class of English words, not a pattern of any dataset. Sentence embeddings cannot tell
@@ -308,7 +308,7 @@ def said_of_both(question: str, options: Sequence[str]) -> str:
     both film directors?", "Were both X and Y painters?", "Are both magazines, X and Y, British
     publications?" -> "film directors", "painters", "British publications"): the words after
     "both" or after the last option, whichever ends later; "" when it says "same" (a value
-    compared, :func:`~.options.same_attribute`), does not say "both", or says nothing after."""
+    compared, :func:`~.comparison.same_attribute`), does not say "both", or says nothing after."""
     if "same" in question_words(question) or "both" not in question_words(question):
         return ""
     ends = [m.end() for m in re.finditer(r"\bboth\b", question, flags=re.IGNORECASE)]
@@ -382,7 +382,7 @@ def role_words(question: str, options: Sequence[str], role: str = "") -> list[st
     """The words of ``question`` that may name whom its options lead to, ``role`` first, then
     its other words outside the options' names in the question's order, less function words,
     wh-words, auxiliaries and order words ("Which director died first, X or Y?" -> ["director",
-    "died"]). Which one does is the knowledge's to say (:meth:`~.options.OptionsStep.run`: a
+    "died"]). Which one does is the knowledge's to say (:meth:`~.comparison.ComparisonStep.run`: a
     word the options' facts follow with a name, and do not call the option itself)."""
     words = [w for w in question_words(masked_question(question, options))
              if len(w) > 2 and w != "x" and w not in STOP_WORDS and w not in _WH and w not in AUXILIARIES

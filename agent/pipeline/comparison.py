@@ -1,4 +1,4 @@
-"""A step over a question's two options, computed in code from facts the model states.
+"""The comparison step: a step over a question's two options, computed in code from facts the model states.
 
 "Which film has the director who was born first, Quiet Harbour or The Winter Gate?", "Is Ada
 Varga older than Ines Varro?", "Are both from the same country?", "How many years apart were
@@ -40,7 +40,7 @@ held, nothing is shown.
 
 Example::
 
-    step = OptionsStep(generator, web)
+    step = ComparisonStep(generator, web)
     result = step.run(question, plan, hits)
     result.answer, result.how, result.grounded     # "Quiet Harbour", "compared: ...", True
 """
@@ -148,7 +148,7 @@ class OptionsResult:
     hits: dict[str, Any] = field(default_factory=dict)  # every fact met (text -> its web hit)
 
 
-class OptionsStep:
+class ComparisonStep:
     """Runs the reply in parts and computes the step (module docstring). ``similar(a, b)``: a
     cosine of two short texts (the web's embedder), used to tell two different values from two
     names of one thing for "same" questions; without it, values that differ in words show
@@ -418,7 +418,7 @@ def option_event(matcher: RelationMatcher | None, question: str, plan: QuestionP
     ("the birth of Y", "the forming of X": a noun, then "of", right before the option), the one
     that phrase asks ("birth", or "" when neither a birth nor a death: the forming of a band is
     dated by any date its facts give); else ``asked``, the question's
-    (:meth:`OptionsStep.event`). An order word of age always asks a birth."""
+    (:meth:`ComparisonStep.event`). An order word of age always asks a birth."""
     if plan.age or matcher is None:
         return asked
     m = re.search(r"\bthe\s+([^\W\d_]+)\s+of\s+(?:the\s+)?" + re.escape(option) + r"(?![^\W_])", question,
