@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 from conftest import DATA, run_cli
 
+from agent.baselines.web_rag import ListedFactsReader
 from agent.errors import FactweaveError
 from agent.eval.conversations import FOLLOW_UPS, kamel_chat_questions
 from agent.eval.datasets import load_questions
 from agent.eval.methods import conversation
-from agent.pipeline.evidence import ListedFactsReader
 from agent.knowledge.kamel import demo_kamel_root
 from agent.knowledge.loaders import load_facts
 

@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..baselines.web_rag import ListedFactsReader
 from ..errors import FactweaveError
 from ..knowledge.kamel import majority_objects, relation_objects
 from ..llm.client import LocalChat, OpenAIChat, chat_client_from_env
 from ..models import resolve_engine
-from ..pipeline.evidence import ListedFactsReader
 from ..rerank import Reranker
 from .datasets import data_path, load_questions
 from .judge import AnswerJudge

@@ -38,7 +38,7 @@ from .questions import EvalQuestion
 
 if TYPE_CHECKING:
     from ..pipeline import FactAgent
-    from ..pipeline.evidence import ListedFactsReader
+    from ..baselines.web_rag import ListedFactsReader
     from ..decoding import FactGenerator
     from ..baselines.rcd import AnswerSetGenerator
     from ..web.web import KnowledgeWeb
@@ -127,7 +127,7 @@ class ReFactXMethod:
 
 class WebRAGMethod:
     """Retrieve the top ``k`` facts from the web, list them in the prompt, generate freely
-    (:class:`~agent.pipeline.evidence.ListedFactsReader`: the web-RAG prompt, whose system text
+    (:class:`~agent.baselines.web_rag.ListedFactsReader`: the web-RAG prompt, whose system text
     the facts are appended to, ``prompts/web-rag/facts.txt``)."""
 
     name = "web-rag"

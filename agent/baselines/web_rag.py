@@ -2,7 +2,8 @@
 
 The web-RAG method lists the retrieved facts in the prompt (``prompts/web-rag/``) and lets the
 model answer freely. (The agent reads listed facts too, but states the ones it uses under the
-fact constraint in the same reply: :mod:`.replies`, ``prompts/agent/``.)
+fact constraint in the same reply: :mod:`agent.pipeline.replies`, ``prompts/agent/``.) A baseline
+the evaluation alone uses (:class:`~agent.eval.methods.WebRAGMethod`), not part of the agent.
 
 Example::
 
