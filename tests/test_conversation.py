@@ -76,7 +76,8 @@ def test_the_cli_reads_a_history_file_whole_and_refuses_a_bad_one(tmp_path):
 
     from click.testing import CliRunner
 
-    from agent.cli.main import cli, read_history
+    from agent.cli.ask import read_history
+    from agent.cli.main import cli
 
     turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(8)]
     path = tmp_path / "turns.json"

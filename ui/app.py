@@ -96,7 +96,7 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
         except FactweaveError as exc:
             raise gr.Error(str(exc), print_exception=False) from None
         session["stop"] = stop
-        question = question.strip()
+        question = question.strip()  # shown in the chat as typed; no second check: the agent's passed above
         told = len(turns)
         anchor = f"a{len(history)}"
         history = [*history, {"role": "user", "content": gr_escape(question)},
@@ -240,6 +240,8 @@ def build_ui(runtime: UIRuntime, *, examples: list[str] | None = None, concurren
                     chat = gr.Chatbot(elem_id="fw-chat", height=560, show_label=False, feedback_options=None, buttons=["copy"],
                                       placeholder="Ask about the knowledge base.")
                     with gr.Row():
+                        # max_length: the browser stops typing at the agent's bound, a convenience (the
+                        # agent is the guard: a question sent past the page is refused by it, above)
                         question = gr.Textbox(placeholder="Ask a question, e.g. Where was Laurie Graff born?",
                                               show_label=False, scale=5, elem_id="fw-question",
                                               max_length=MAX_QUESTION_CHARS,

@@ -65,7 +65,7 @@ class AgentModel:
 
     def reply(self, request: ChatRequest, stop: threading.Event) -> Iterator[ReplyPiece]:
         question, history = request.conversation()
-        if not question:
+        if not question:  # the request's shape (no user message to answer), not the question's text
             raise BadReplyRequest("messages: no user message with text to answer")
         try:  # the agent checks the question (and bounds the history) in this call, before any event
             events = self.agent.stream(question, history=history, stop=stop)
