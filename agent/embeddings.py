@@ -10,7 +10,7 @@ offline machine gets one clear line instead of a network traceback.
 Rows are L2-normalized float32, so a dot product is the cosine similarity, which is what every
 vector index in :mod:`agent.web.vectors` assumes.
 
-Example::
+Example (not run: needs an embedding model)::
 
     embedder = Embedder()
     vectors = embedder.encode(["Paris", "capital of France"])

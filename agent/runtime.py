@@ -124,7 +124,7 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
     """The agent ``settings`` describe (default: :func:`agent.settings.load_settings`), ready to
     answer; close it (or use ``with``) to stop the web's embedded graph server.
 
-    Example::
+    Example (not run: needs a model and a knowledge web)::
 
         from agent.runtime import open_agent
         from agent.settings import load_settings

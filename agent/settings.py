@@ -15,7 +15,7 @@ top-level keys::
 Secrets (graph password, API keys) are best left to the environment; they are never printed
 (``Settings.public()`` masks them).
 
-Example::
+Example (not run: reads the environment and the settings file)::
 
     from agent.settings import load_settings
 

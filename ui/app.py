@@ -11,7 +11,7 @@ all) go with each new question as the conversation's history (the last few the a
 :mod:`agent.pipeline.conversation`), so a follow-up such as "What instrument did he play?" is
 understood; "New conversation" starts over.
 
-Example::
+Example (not run: needs a model; starts the UI)::
 
     from ui.app import build_ui, launch
     from ui.runtime import UIRuntime

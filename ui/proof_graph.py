@@ -23,7 +23,7 @@ here, not by a drawing library, because it must be self-contained markup with da
 UI and its tests read (matplotlib's SVG has neither, and Graphviz is no Python package here).
 Every piece of text is escaped: facts are data, never markup. Pure: the trace in, a string out.
 
-Example::
+Example (not run: needs an agent's answer)::
 
     html = proof_graph_html(answer.trace)
 """

@@ -7,7 +7,7 @@ markup. Each constrained fact span is a ``<mark class="fw-fact">`` whose ``data-
 click on it jumps to its row in the trace's fact list (``#fw-fact-<answer>-<n>``), which shows
 the full provenance.
 
-Example::
+Example (not run: needs an agent's reply)::
 
     html = attempt_html("Fact: <A> <b> <C> .\\nAnswer: C", [fact], anchor="q1")
     panel = trace_html(reply["trace"], anchor="q1")

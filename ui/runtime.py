@@ -6,7 +6,7 @@ Uploads and removals go through the web's :class:`~agent.web.workspace.Workspace
 journalled under ``<web>/uploads/``), whose fact-index overlay is the loaded model's: the KB index
 plus one small tree per upload, queried as one (:class:`~agent.index.union.GrowingFactIndex`).
 
-Example::
+Example (not run: needs a model and a knowledge web)::
 
     with UIRuntime(load_settings(model="smollm2-135m")) as rt:
         for event in rt.stream("What instrument did he play?", AskOptions(tree="both"),

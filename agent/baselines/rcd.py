@@ -11,7 +11,7 @@ a candidate impossible to give twice. The output parses into a set of candidates
 Works with greedy search, beams and batches through the public ``logits_processor`` argument;
 state lives in the processor instance, keyed by each row's generated tokens.
 
-Example::
+Example (not run: needs a model)::
 
     trie = AnswerTrie.build(["Paris", "Lyon", "New York"], tokenizer)
     proc = AnswerSetLogitsProcessor([trie], tokenizer, prompt_len=inputs.input_ids.shape[1])
@@ -187,7 +187,7 @@ class AnswerSetGenerator:
     """Questions in, answer sets out: with a trie per question (RCD), or free (vanilla decoding,
     VD) with the same prompt (``prompts/rcd/``), the reply opened with ``Answer:``.
 
-    Example::
+    Example (not run: needs a model)::
 
         gen = AnswerSetGenerator(loaded.model, loaded.tokenizer)
         tries = [AnswerTrie.build(candidates, loaded.tokenizer)]

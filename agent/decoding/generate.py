@@ -346,7 +346,7 @@ class FactGenerator:
         generation. ``on_fact`` is as in :meth:`answer_batch`: it runs in the generating thread,
         not in step with this iterator's ``"fact"`` events (either may come first).
 
-        Example::
+        Example (not run: needs a model)::
 
             for event in gen.stream("Where was Laurie Graff born?"):
                 if event.kind == "token":

@@ -19,7 +19,7 @@ The decoder only asks its model for the logits after some tokens given the cache
 tokens of free text) stays in :class:`~agent.decoding.tracker.FactTracker`, so another engine
 needs only its own ``ModelSteps``.
 
-Example::
+Example (not run: needs a model)::
 
     session = DecodeSession(TransformersSteps(model), vocab, eos_ids, tracker=tracker, prompt_text=prompt)
     session.feed(prompt_ids)

@@ -12,7 +12,7 @@ The time saved is measured in ``benchmarks/agent_latency.py``.
 It serves one prompt at a time, without beams: a batch is padded on the left, which moves the
 fixed start, and beam search grows its own cache.
 
-Example::
+Example (not run: needs a model)::
 
     cache = PrefixCache(model, tokenizer, generator.render)
     past, cached = cache.lookup(input_ids[0].tolist())   # (a private copy, 357) or (None, 0)

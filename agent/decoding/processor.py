@@ -36,7 +36,7 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
         stop_items: batch items to end now (a set ``on_fact`` may add to): their rows may only
             write ``eos_token_id``, from the step that reported the fact on.
 
-    Example::
+    Example (not run: needs a model)::
 
         proc = FactConstrainedLogitsProcessor(tracker, [prompt_text], num_beams=3)
         out = model.generate(**inputs, num_beams=3, logits_processor=LogitsProcessorList([proc]))

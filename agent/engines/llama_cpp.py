@@ -36,7 +36,7 @@ engine keeps ``contexts`` of them over the same weights (loaded once), and a fee
 one that holds the most of its tokens. Past that many sequences, a feed waits for a context and
 may have to read its sequence again after another one's.
 
-Example::
+Example (not run: needs llama.cpp and a GGUF model)::
 
     steps = LlamaCppSteps.open(Path("qwen2.5-coder-0.5b-instruct.gguf"))
     logits, state = steps.feed(prompt_ids, None)

@@ -5,7 +5,7 @@ A cell is empty (``-``) where a run did not have the method or the metric does n
 judge, no set answers, no sampling). Runs keep the order given; methods follow
 :data:`agent.eval.methods.METHODS`.
 
-Example::
+Example (not run: needs saved evaluation runs)::
 
     runs = [load_run(p) for p in Path("benchmarks/results/eval").glob("*.json")]
     print(compare_markdown(runs, ["exact_accuracy", "set_f1"]))

@@ -32,8 +32,13 @@ follow-up item is two questions (follow-up and standalone).
 
 Example::
 
-    questions = kamel_chat_questions(demo_kamel_root(), limit=4, seed=0)
-    [(q.meta["stratum"], q.text) for q in questions]
+    >>> from agent.knowledge.kamel import demo_kamel_root
+    >>> questions = kamel_chat_questions(demo_kamel_root(), limit=4, seed=0)
+    >>> [(q.meta["stratum"], q.text) for q in questions]
+    [('follow-up', 'What about their occupation?'), ('standalone', 'What is the occupation of Shi Changxu?'),
+     ('two-hop', 'What is the official language of the country Banff National Park Pavilion is located in?'),
+     ('follow-up', 'What is their field of work?'), ('standalone', 'What are the fields of work of Conrad Bursian?'),
+     ('two-hop', 'What is the official language of the place where Nirmala Rajasekar was born?')]
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ in sorted order (numbers by value: P19 before P106), so ``limit=n`` spreads over
 always give the same questions. Each question of a passage dataset carries its own passages
 (``meta["passages"]``), which knowledge-guided decoding reads.
 
-Example::
+Example (not run: needs the data sets in ../shared/data)::
 
     questions = load_questions("popqa", limit=30)         # ../shared/data/popqa/popqa_500.json
     questions[0].text, questions[0].answers, questions[0].meta["relation"]

@@ -1,7 +1,7 @@
 """One evaluation run from settings: load the model once, open the dataset's knowledge, build
 the methods and the judge on that model, answer, score, report.
 
-Example::
+Example (not run: needs a model and the data sets)::
 
     from agent.eval.evaluation import run_evaluation
     from agent.settings import load_settings

@@ -14,8 +14,9 @@ the same ``meta["twin"]``, and a question in another wording (a model's paraphra
 
 Example::
 
-    half_of("2wiki/8813f87c0bdd11eba7f7acde48001122")   # 'dev' or 'test', the same everywhere
-    [q for q in questions if in_half(q, "test")]
+    >>> half_of("2wiki/8813f87c0bdd11eba7f7acde48001122")   # 'dev' or 'test', the same everywhere
+    'dev'
+    >>> [q for q in questions if in_half(q, "test")]   # not run: needs questions   # doctest: +SKIP
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ Only answered predictions are judged: an abstention or a truncated answer is not
 A reply that is neither verdict, or a failed call, counts as not correct and is kept, with the
 reason, in the result.
 
-Example::
+Example (not run: needs a model)::
 
     judge = AnswerJudge(LocalChat(loaded))
     verdict = judge.judge("Where was Laurie Graff born?", ["New York", "NYC"], "New York City")

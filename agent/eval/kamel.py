@@ -3,7 +3,7 @@
 The first-cut API, kept for scripts that use it; ``agent.eval.evaluation.run_evaluation`` runs
 every method (web-RAG and the agent too) with the judge.
 
-Example::
+Example (not run: needs a model)::
 
     results = evaluate(open_generator("smollm2-135m"), kamel_questions(demo_kamel_root(), limit=20))
     [(r.method, r.score.exact_accuracy) for r in results]

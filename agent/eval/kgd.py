@@ -22,7 +22,7 @@ answers per question (temperature 0.7, seeded per question so a resumed run draw
 first is the prediction and all are kept in ``extra["samples"]``, which the runner scores as
 best-of-n (one of them matches). Beam variants stay deterministic and ignore ``samples``.
 
-Example::
+Example (not run: needs a model and an embedding model)::
 
     chunks = QuestionChunks(CachedEncoder(Embedder()))
     method = KGDMethod(loaded, VARIANTS["kgd"], chunks, SimilarityScorer(chunks.encoder), max_new_tokens=24)

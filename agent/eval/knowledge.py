@@ -41,7 +41,7 @@ _DONE = "eval-web.json"
 class EvalKnowledge:
     """A run's knowledge web and KB fact tree; ``close()`` stops the web's graph server.
 
-    Example::
+    Example (not run: needs the data sets, a tokenizer and a graph server)::
 
         with open_knowledge("popqa", data_path("popqa"), load_settings(), tokenizer) as knowledge:
             knowledge.web.search("What is George Rankin's occupation?").hits

@@ -23,7 +23,7 @@ and ``refactx`` are given the whole conversation as messages (history, then the 
 conversation; the agent gets ``history=`` (it makes the follow-up standalone itself). The KGD and
 set-answer methods read the question alone.
 
-Example::
+Example (not run: needs a model)::
 
     method = ReFactXMethod(generator)                    # a FactGenerator with a KB index
     [a.prediction for a in method.answer_batch(questions)]

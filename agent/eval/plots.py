@@ -8,7 +8,7 @@
 - ``<stem>-latency.png``: seconds per question, one box per method (log scale; the median line
   resists a batch slowed by something else on the machine).
 
-Example::
+Example (not run: needs an evaluation report)::
 
     paths = write_plots(report, Path("runs"))     # [strata, accuracy-precision, latency]
 """

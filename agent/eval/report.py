@@ -19,7 +19,7 @@ question type: EM and F1), and the figures of ``agent.eval.plots``
 
 Both files are written aside and renamed into place, so a reader never sees half a report.
 
-Example::
+Example (not run: needs evaluation results)::
 
     report = EvalReport("popqa", "smollm2-135m", settings, results, wall_seconds=812.4)
     json_path, md_path = report.write(Path("runs"))

@@ -7,7 +7,7 @@ so a run with other settings never picks up these rows; the same command run aga
 back and asks only the questions still missing. A line cut short by a crash is skipped. The log
 is deleted once the report is written.
 
-Example::
+Example (not run: needs an evaluation's settings and rows; writes a run folder)::
 
     log = RowLog.open(Path("runs"), "popqa-smollm2-135m", settings)
     done = log.rows()                     # {(method, question id): row}

@@ -10,7 +10,7 @@ ReFactX, web-RAG, the agent) is *grounded* when its answer rests on those facts:
 verdict when its trace has one (``grounded``, else ``supported``), else
 :func:`agent.pipeline.grounding.ground` over the facts stated (web-RAG: the facts it was given).
 
-Example::
+Example (not run: needs a model)::
 
     results = evaluate_methods([LLMOnlyMethod(gen), ReFactXMethod(gen)], questions,
                                judge=AnswerJudge(LocalChat(loaded)))

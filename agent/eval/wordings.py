@@ -20,7 +20,7 @@ The rewordings are a JSON Lines file, one ``{"id", "text", "original", "model"}`
 in its file's wording (:func:`reworded`), with its answers and history unchanged, and its half
 unchanged (:mod:`agent.eval.halves`: the half follows the id).
 
-Example::
+Example (not run: needs the data sets and a chat model)::
 
     rows = reword_questions(load_questions("2wiki", limit=24, half="dev"), chat)
     write_wordings(Path("benchmarks/data/wordings/2wiki.jsonl"), rows)

@@ -11,7 +11,10 @@ class ApiError(Exception):
 
     Example::
 
-        raise ApiError(404, "model 'x' not found", code="model_not_found", param="model")
+        >>> raise ApiError(404, "model 'x' not found", code="model_not_found", param="model")
+        Traceback (most recent call last):
+            ...
+        agent.http.errors.ApiError: model 'x' not found
     """
 
     def __init__(self, status: int, message: str, kind: str = "invalid_request_error", *,

@@ -13,7 +13,7 @@ that shares the first tokens ("<Canada Lee>", "Buck Owensby") is not the name's.
 - :func:`facts_about`: the facts themselves (what a per-question tree grows by inside vLLM,
   :mod:`agent.decoding.vllm_processor`).
 
-Example::
+Example (not run: needs a fact index and a tokenizer)::
 
     subject_relations(tree, tokenizer, "Canada")      # ['capital', 'official language', ...]
     [f.text for f in facts_about(tree, tokenizer, "Buck Owens")]

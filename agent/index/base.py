@@ -13,7 +13,7 @@ union's :class:`~agent.index.union.UnionCursor`): where the fact being written s
 facts this sequence already stated (``used``), which the index leaves out so that no fact is
 written twice.
 
-Example::
+Example (not run: needs a fact index)::
 
     cursor = tree.root()
     for token in fact_tokens:

@@ -7,7 +7,7 @@ tree; numpy sorts such keys (``S`` dtype) in C. Sequences are buffered until ``m
 deduplicated and written as a run; :meth:`SequenceSorter.sorted_chunks` merges the runs (in
 blocks, so memory stays bounded) and yields the distinct sequences in order.
 
-Example::
+Example (not run: needs batches of tokenized facts)::
 
     sorter = SequenceSorter(tmp_dir, memory_bytes=256 << 20, unit=2)
     for batch in batches: sorter.add(*flatten(batch))  # lists of token tuples

@@ -6,7 +6,7 @@ Uses the server binaries already installed (Debian's ``postgresql`` package puts
 durability off (its data is thrown away). PostgreSQL refuses to run as root, so as root the
 folder is handed to the ``postgres`` user and the binaries run as that user.
 
-Example::
+Example (not run: needs PostgreSQL server binaries)::
 
     with LocalPostgres() as pg:
         load_fact_index(pg.dsn, index, name="kb")

@@ -126,7 +126,7 @@ class PostgresFactIndex:
     sequences and threads (``cache_rows`` rows); a cursor stays the tiny immutable
     :class:`FactCursor`. ``round_trips`` counts the queries sent (for benchmarks).
 
-    Example::
+    Example (not run: needs a PostgreSQL server and a model)::
 
         with PostgresFactIndex.open("host=127.0.0.1 dbname=kb", "kb", tokenizer=tok) as index:
             gen = FactGenerator(model, tok, index)

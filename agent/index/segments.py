@@ -12,7 +12,7 @@ compared with :func:`fact_token_ids` on the full text. A tokenizer that fails th
 on whole texts (exact, slower); one that passes the probe but disagrees later raises, so a wrong
 index is never written.
 
-Example::
+Example (not run: needs a tokenizer)::
 
     ft = FactTokenizer(tokenizer)
     seqs = ft.encode(facts)        # one tuple of token ids per fact, as generation writes it

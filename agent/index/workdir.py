@@ -8,7 +8,7 @@ build runs; the next build of the same index removes every such folder whose loc
 builder is gone) before it starts. A folder with no ``.owner`` yet is only removed once it is a
 minute old (its builder may be creating it).
 
-Example::
+Example (not run: writes folders next to kb.fwd)::
 
     work = WorkDir(Path("kb.fwd"), ".sort")   # earlier killed builds' folders are gone now
     (work.path / "run-0").write_bytes(b"...")

@@ -9,9 +9,10 @@ identifiers. Memory stays constant whatever ``count`` is.
 
 Example::
 
-    from agent.knowledge.synthetic import synthetic_facts
-    for fact in synthetic_facts(1_000_000, seed=7):
-        ...   # Fact('Valdor Mekkasi', 'date of birth', '14 March 1953', 'synthetic:7:0')
+    >>> from agent.knowledge.synthetic import synthetic_facts
+    >>> facts = synthetic_facts(1_000_000, seed=7)
+    >>> next(facts)
+    Fact(subject='Deju Group', predicate='inception', object='8 June 1912', source='synthetic:7:0', statement='')
 
 The same ``(count, seed)`` always yields the same facts in the same order (with ``entities`` fixed,
 a smaller ``count`` yields a prefix of a larger one); duplicates occur (two

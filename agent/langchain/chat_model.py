@@ -45,7 +45,7 @@ class ChatFactweave(BaseChatModel):
     last chunk carries the rest, so the chunks add up to the message ``invoke`` returns
     (``timings`` aside).
 
-    Example::
+    Example (not run: needs a model)::
 
         from agent.runtime import open_generator
 

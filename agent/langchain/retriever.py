@@ -22,7 +22,7 @@ class KnowledgeWebRetriever(BaseRetriever):
     ``keywords``, ``kind`` (``document`` or ``triple``), ``source`` (one line) and
     ``provenance`` (document, chunk and character offsets, or the source triple).
 
-    Example::
+    Example (not run: needs a knowledge web)::
 
         from agent.web.web import KnowledgeWeb
 

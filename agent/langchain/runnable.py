@@ -52,7 +52,7 @@ class FactAgentRunnable(Runnable[AgentInput, Mapping[str, Any]]):
     ``FactAgent.answer`` and ``FactAgent.stream`` keeps one home for it. The graph still runs as
     a child of this runnable's run, so tracers see its nodes.
 
-    Example::
+    Example (not run: needs a model and a knowledge web)::
 
         from agent.runtime import open_agent
 

@@ -31,7 +31,7 @@ class FactweaveTool(BaseTool):
     ``AgentAnswer.as_dict()`` (spans, provenance, trace) for code, not for the model. An agent
     error (e.g. a blank question) comes back to the model as the tool's one-line reply.
 
-    Example::
+    Example (not run: needs an OpenAI endpoint, a model and a knowledge web)::
 
         from langchain.agents import create_agent
         from agent.runtime import open_agent

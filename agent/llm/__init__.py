@@ -1,6 +1,6 @@
 """Chat models behind one small interface, and an OpenAI-compatible server for any of them.
 
-Example::
+Example (not run: needs a model or an OpenAI endpoint)::
 
     from agent.llm import chat_client_from_env
 

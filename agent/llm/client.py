@@ -1,7 +1,7 @@
 """Chat clients: one ``complete(messages) -> str`` interface over an OpenAI-compatible endpoint
 (GPT, vLLM, llama.cpp, ``factweave llm serve``, ...) or a local transformers model.
 
-Example::
+Example (not run: needs an OpenAI endpoint and a model)::
 
     chat = OpenAIChat("gpt-4o-mini")                          # key from OPENAI_API_KEY
     local = LocalChat("smollm2-135m")                         # packaged weights, CPU
@@ -50,8 +50,8 @@ class ChatClient(Protocol):
 
     Example::
 
-        def ask(client: ChatClient, text: str) -> str:
-            return client.complete([{"role": "user", "content": text}], max_tokens=32)
+        >>> def ask(client: ChatClient, text: str) -> str:
+        ...     return client.complete([{"role": "user", "content": text}], max_tokens=32)
     """
 
     name: str
@@ -84,7 +84,7 @@ class OpenAIChat:
     backoff. Failures raise :class:`ChatError` naming the endpoint and model; the key is
     scrubbed from every message and never logged.
 
-    Example::
+    Example (not run: needs an OpenAI-compatible server)::
 
         chat = OpenAIChat("smollm2-135m", base_url="http://127.0.0.1:8000/v1")
         chat.complete([{"role": "user", "content": "Capital of France?"}], max_tokens=16)
@@ -243,7 +243,7 @@ class LocalChat:
     How many run at once is the caller's bound (the server's ``max_concurrency``, the UI's
     ``--concurrency``).
 
-    Example::
+    Example (not run: needs a model)::
 
         chat = LocalChat("smollm2-135m")
         chat.complete([{"role": "user", "content": "Name a colour."}], max_tokens=8, stop=["\\n"])
@@ -403,7 +403,7 @@ def chat_client_from_env(
     3. Otherwise :class:`LocalChat` over ``local_model`` (a preset, folder, Hub id or
        :class:`LoadedModel`; default ``DEFAULT_MODEL``).
 
-    Example::
+    Example (not run: needs a model or an OpenAI endpoint)::
 
         chat = chat_client_from_env()                    # local model when nothing is set
         chat = chat_client_from_env(base_url="http://127.0.0.1:8000/v1")

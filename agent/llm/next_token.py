@@ -20,7 +20,7 @@ from ..models import LoadedModel, cache_keyword, encode_padded
 class NextTokenLogits:
     """``logits(prompts, prefix)``: the next-token logits after each prompt, one row each.
 
-    Example::
+    Example (not run: needs a model)::
 
         scorer = NextTokenLogits(load_model("qwen2.5-coder-0.5b"))
         rows = scorer.logits(["Q: 2+2? A:", "Q: 3+3? A:"], prefix="Q: ")

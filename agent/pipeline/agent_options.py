@@ -7,10 +7,12 @@ over the settings') and :class:`~agent.pipeline.fact_agent.FactAgent` itself, wh
 
 Example::
 
-    options = AgentOptions(tree="question", k=8)
-    agent = FactAgent(generator, web, options=options)
-    agent = FactAgent(generator, web, tree="question", k=8)       # the same
-    dataclasses.replace(options, checks=False)                   # another agent's options
+    >>> options = AgentOptions(tree="question", k=8)
+    >>> agent = FactAgent(generator, web, options=options)   # not run: needs a model and a web   # doctest: +SKIP
+    >>> agent = FactAgent(generator, web, tree="question", k=8)   # the same   # doctest: +SKIP
+    >>> import dataclasses
+    >>> dataclasses.replace(options, checks=False)                 # another agent's options
+    AgentOptions(tree='question', k=8, ..., checks=False, ...)
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ Each continuation is recorded as the next attempt (``continues``, ``why``). The 
 data (:mod:`.trace`); the events go to :meth:`~agent.pipeline.fact_agent.FactAgent.stream`'s
 reader as they happen.
 
-Example::
+Example (not run: needs a model)::
 
     attempts = GenerationAttempts(generator, lambda: checker, checks=True)
     records = attempts.run(question, "question", writer, messages, tree.index, tree, number=0)

@@ -16,7 +16,7 @@ name right after the word that says it, :func:`role_holder`), and keeps the fact
 The callback runs in the generating thread; the hop records it writes are read by the pipeline
 between tokens (``take_hops``), which emits them as trace steps.
 
-Example::
+Example (not run: needs a model and a knowledge web)::
 
     tree = ChainingTree(hits, generator.tokenizer, web, "What is the official language of ...?")
     answer = generator.answer(question, index=tree.index, on_fact=tree.on_fact)
@@ -389,7 +389,7 @@ def answer_on_chain(generator: FactGenerator, questions: Sequence[Prompt], *,
     fact that names nothing of the question leaves no answer (nothing connected to answer from).
     Without the constraint or with beam search: ``answer_batch`` unchanged.
 
-    Example::
+    Example (not run: needs a model)::
 
         answer_on_chain(generator, ["Where was Sargis Hovhannisyan born?"])[0].answer   # 'Yerevan'
     """

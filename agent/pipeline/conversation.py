@@ -18,12 +18,15 @@ system and tool messages are not part of what was said, and are dropped.
 
 Example::
 
-    question, history = split_conversation([
-        {"role": "user", "content": "Where did Buck Owens die?"},
-        {"role": "assistant", "content": "Fact: <Buck Owens> <place of death> <Bakersfield> .\\nAnswer: Bakersfield"},
-        {"role": "user", "content": "What instrument did he play?"}])
-    question    # "What instrument did he play?"
-    history     # the two earlier turns, oldest first
+    >>> question, history = split_conversation([
+    ...     {"role": "user", "content": "Where did Buck Owens die?"},
+    ...     {"role": "assistant", "content": "Fact: <Buck Owens> <place of death> <Bakersfield> .\\nAnswer: Bakersfield"},
+    ...     {"role": "user", "content": "What instrument did he play?"}])
+    >>> question
+    'What instrument did he play?'
+    >>> history     # the two earlier turns, oldest first
+    [{'role': 'user', 'content': 'Where did Buck Owens die?'},
+     {'role': 'assistant', 'content': 'Fact: <Buck Owens> <place of death> <Bakersfield> .\\nAnswer: Bakersfield'}]
 
 ## Making a follow-up standalone
 
@@ -45,10 +48,10 @@ anything is retrieved, the question is rewritten into a standalone one:
 
 Example::
 
-    history = [{"role": "user", "content": "Where did Buck Owens die?"},
-               {"role": "assistant", "content": "Fact: <Buck Owens> <place of death> <Bakersfield> .\\nAnswer: Bakersfield"}]
-    rewrite_by_rules("What instrument did he play?", history).standalone
-    # 'What instrument did Buck Owens play?'
+    >>> history = [{"role": "user", "content": "Where did Buck Owens die?"},
+    ...            {"role": "assistant", "content": "Fact: <Buck Owens> <place of death> <Bakersfield> .\\nAnswer: Bakersfield"}]
+    >>> rewrite_by_rules("What instrument did he play?", history).standalone
+    'What instrument did Buck Owens play?'
 """
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ class _State(TypedDict, total=False):
 class FactAgent:
     """Answer questions from facts that exist, and say which.
 
-    Example::
+    Example (not run: needs a model and a knowledge web)::
 
         agent = FactAgent(open_generator("qwen2.5-coder-0.5b"), KnowledgeWeb.open("my-web"), tree="both")
         reply = agent.answer("Who founded Zorblax Station?")

@@ -48,10 +48,11 @@ end answers "I don't know.", keeping the withheld answer in the trace.
 
 Example::
 
-    ground("What is the official language of the country Edith Frank-Holländer is a citizen of?", "German",
-           ["<Edith Frank-Holländer> <country of citizenship> <Germany> .",
-            "<Germany> <official language> <German> ."])
-    # Grounding(grounded=True, how="contained in fact 2 of a chain of 2 facts", facts=(0, 1))
+    >>> ground("What is the official language of the country Edith Frank-Holländer is a citizen of?", "German",
+    ...        ["<Edith Frank-Holländer> <country of citizenship> <Germany> .",
+    ...         "<Germany> <official language> <German> ."])
+    Grounding(grounded=True, how='contained in fact 2 of a chain of 2 facts', facts=(0, 1),
+              short='', computed=False)
 """
 from __future__ import annotations
 

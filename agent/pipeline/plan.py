@@ -35,7 +35,7 @@ How each part is read, and why so:
   them did no better, so the words themselves decide. Which value is compared (a birth date, a
   release date, a length) is the model's to read from the facts (the ``Value:`` line).
 
-Example::
+Example (not run: needs a model)::
 
     reader = PlanReader(loaded)
     reader.plan("Is Ada Varga older than Ines Varro?", names=["Ada Varga", "Ines Varro"])

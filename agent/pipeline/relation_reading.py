@@ -26,7 +26,7 @@ The examples' part of the prompt is read once and its key/value cache kept; the 
 candidates' own tokens in one batch on transformers (on llama.cpp, stepping one sequence, each
 candidate read the examples again: 0.7 s a label, against well under 0.1 s here).
 
-Example::
+Example (not run: needs a model)::
 
     loaded = load_model("qwen2.5-coder-0.5b")
     reader = RelationReader(loaded.model, loaded.tokenizer)
@@ -350,8 +350,9 @@ class HeldRelations:
 
     Example::
 
-        held = HeldRelations([("Ada", "spouse", "Ines"), ("Ines", "father", "Tomas")])
-        held.after("Ada")(("spouse",))   # {"father"}
+        >>> held = HeldRelations([("Ada", "spouse", "Ines"), ("Ines", "father", "Tomas")])
+        >>> held.after("Ada")(("spouse",))
+        {'father'}
     """
 
     def __init__(self, triples: Iterable[tuple[str, str, str]]) -> None:

@@ -25,7 +25,7 @@ line's: a long fact is never cut halfway.
 Each repair is a new part of the reply (:class:`ReplyPart`), for the trace; the cache is cropped
 back, never read again from the start.
 
-Example::
+Example (not run: needs a model)::
 
     writer = ReplyWriter(generator)      # its prompt: listed facts (prompts/agent/) or ReFactX's
     reply = writer.start(messages, index, question=standalone, on_fact=tree.on_fact)

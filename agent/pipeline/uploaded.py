@@ -16,7 +16,7 @@ the uploads changed (two ``stat`` calls when they did not):
 Answers run at once (``serve``, MCP): one of them brings the overlay in step, the others wait for
 it, then all read the same generator.
 
-Example::
+Example (not run: needs a model and a knowledge web)::
 
     overlay = UploadedOverlay(generator, "my-web")
     agent = FactAgent(overlay.generator(), web, latest=overlay.generator)

@@ -9,9 +9,13 @@ undecided.
 
 Example::
 
-    parse_date("12 March 1901")      # Dated(year=1901, month=3, day=12, text="12 March 1901")
-    dates_in("Paul Amsel (12 March 1901 – 4 May 1970) was a German director.")   # two Dated
-    compare_dates(parse_date("1974"), parse_date("3 May 1974"))   # None: undecided
+    >>> parse_date("12 March 1901")
+    Dated(year=1901, month=3, day=12, text='12 March 1901')
+    >>> dates_in("Paul Amsel (12 March 1901 – 4 May 1970) was a German director.")   # two Dated
+    [Dated(year=1901, month=3, day=12, text='12 March 1901'),
+     Dated(year=1970, month=5, day=4, text='4 May 1970')]
+    >>> print(compare_dates(parse_date("1974"), parse_date("3 May 1974")))   # None: undecided
+    None
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Re-ranking retrieved facts with an LLM, per question type (the FCKW GPT re-ranker).
 
-Example::
+Example (not run: needs a model or an OpenAI endpoint)::
 
     from agent.llm import chat_client_from_env
     from agent.rerank import Candidate, Reranker

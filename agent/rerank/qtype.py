@@ -13,12 +13,15 @@ compared by date.
 
 Example::
 
-    detect_question_type("How old was Ada Lovelace when she died?").name   # "calculation"
-    detect_question_type("Why did the empire fall?").name                  # "inference"
-    detect_question_type("However, who wrote Emma?").name                  # "plain"
+    >>> detect_question_type("How old was Ada Lovelace when she died?").name
+    'calculation'
+    >>> detect_question_type("Why did the empire fall?").name
+    'inference'
+    >>> detect_question_type("However, who wrote Emma?").name
+    'plain'
 
-    rules = QuestionTypeRules.default()
-    rules.add(QuestionType("location", ("where", "which country"), "location.txt"), before="inference")
+    >>> rules = QuestionTypeRules.default()
+    >>> rules.add(QuestionType("location", ("where", "which country"), "location.txt"), before="inference")
 """
 from __future__ import annotations
 
@@ -52,7 +55,9 @@ class QuestionType:
 
     Example::
 
-        QuestionType("comparison", ("compared to", re.compile(r"\\bvs\\.?\\b", re.IGNORECASE)), "plain.txt")
+        >>> comparison = QuestionType("comparison", ("compared to", re.compile(r"\\bvs\\.?\\b", re.IGNORECASE)), "plain.txt")
+        >>> comparison.matches("Paris vs. Rome: which is older?")
+        True
     """
 
     name: str
@@ -109,9 +114,10 @@ class QuestionTypeRules:
 
     Example::
 
-        rules = QuestionTypeRules.default()
-        rules.add(QuestionType("definition", ("what is", "define"), "/my/prompts/definition.txt"))
-        rules.detect("Define entropy.").name           # "definition"
+        >>> rules = QuestionTypeRules.default()
+        >>> rules.add(QuestionType("definition", ("what is", "define"), "/my/prompts/definition.txt"))
+        >>> rules.detect("Define entropy.").name
+        'definition'
     """
 
     def __init__(self, types: Iterable[QuestionType], default: QuestionType = PLAIN) -> None:

@@ -18,7 +18,7 @@ Choices made here:
   ``fallback_k``, and only the first ``max_facts`` are shown to the LLM.
 * A missing or malformed prompt file raises: that is a configuration error, not a bad reply.
 
-Example::
+Example (not run: needs a model or an OpenAI endpoint)::
 
     reranker = Reranker(chat_client_from_env())
     result = reranker.rerank("How old was Marie Curie when she died?", [
@@ -73,7 +73,8 @@ class Candidate:
 
     Example::
 
-        Candidate("fact:42", "Paris is the capital of France.", 0.91)
+        >>> Candidate("fact:42", "Paris is the capital of France.", 0.91)
+        Candidate(id='fact:42', text='Paris is the capital of France.', score=0.91)
     """
 
     id: str
@@ -129,8 +130,10 @@ def parse_fact_numbers(reply: str, count: int) -> list[int]:
 
     Example::
 
-        parse_fact_numbers("The relevant facts are [3] and [1].", 5)   # [3, 1]
-        parse_fact_numbers("Facts: 2, 2, 9", 5)                        # [2]
+        >>> parse_fact_numbers("The relevant facts are [3] and [1].", 5)
+        [3, 1]
+        >>> parse_fact_numbers("Facts: 2, 2, 9", 5)
+        [2]
     """
     for numbers in (_bracketed(reply), _after_fact_word(reply), _INTEGER.findall(reply)):
         picked = _in_range_once(numbers, count)
@@ -188,7 +191,7 @@ class Reranker:
     type (default: calculation, inference, else plain). ``max_tokens`` bounds the LLM's
     reply, which only has to list numbers.
 
-    Example::
+    Example (not run: needs a model)::
 
         reranker = Reranker(LocalChat("qwen2.5-coder-0.5b"))
         result = reranker.rerank(question, hits)        # anything with id, text, score

@@ -9,7 +9,7 @@ part of the prompt runs once and its key/value cache serves every fact (:class:`
 so the whole list costs one batched forward pass over the facts' own tokens. Nothing is dropped:
 the candidates come back reordered, best first (ties keep retrieval order), with their scores.
 
-Example::
+Example (not run: needs a model)::
 
     reranker = ScoringReranker.local("qwen2.5-coder-0.5b")
     ordered = reranker.rerank("Where was Mira Quell born?", hits)   # the same hits, best first

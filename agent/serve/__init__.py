@@ -17,7 +17,7 @@ The names below load on first use (PEP 562), so vLLM's server can import the req
 (:mod:`.vllm_server`, :mod:`agent.http.origins`) without the agent and its dependencies. (No module is
 named like a name it exports: importing it would bind the package's name to the module.)
 
-Example::
+Example (not run: needs a model; starts a server)::
 
     from agent.llm import LocalChat
     from agent.serve import serve_in_thread

@@ -18,7 +18,7 @@ trace is :class:`~agent.pipeline.AgentAnswer`'s. ``usage`` counts the real promp
 tokens of every attempt. The request's ``max_tokens``, ``temperature`` and ``stop`` are not
 used: the agent decodes greedily within its own token budget.
 
-Example::
+Example (not run: needs a model and a knowledge web)::
 
     model = AgentModel(open_agent(load_settings(model="smollm2-135m")))
     for piece in model.reply(ChatRequest(messages=[{"role": "user", "content": "Who founded Zorblax Station?"}]),
@@ -55,7 +55,7 @@ def blank_line_after(text: str) -> str:
 class AgentModel:
     """Serve a :class:`~agent.pipeline.FactAgent` (see the module docstring for the reply's shape).
 
-    Example::
+    Example (not run: needs a model; starts a server)::
 
         serve_in_thread([AgentModel(fact_agent), local_chat])   # ids "factweave", "smollm2-135m"
     """

@@ -43,7 +43,7 @@ def create_app(models: Any, api_key: str | None = None, *, limits: ServerLimits 
     the first. With ``api_key`` every request needs that bearer key. ``origins``: the host names
     and web-page origins allowed beyond loopback (:class:`~.origins.OriginPolicy`).
 
-    Example::
+    Example (not run: needs a model; starts a server)::
 
         app = create_app([fact_agent, LocalChat(loaded)], api_key="s3cret",
                          limits=ServerLimits(max_concurrency=2, max_queue=8))

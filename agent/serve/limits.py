@@ -2,13 +2,13 @@
 
 Example::
 
-    gate = RequestGate(max_concurrency=1, max_queue=0)
-    ticket = gate.admit()            # None: too busy, answer 429
-    if ticket is not None and ticket.wait(threading.Event()):
-        try:
-            ...                      # generate
-        finally:
-            ticket.release()
+    >>> gate = RequestGate(max_concurrency=1, max_queue=0)
+    >>> ticket = gate.admit()            # None: too busy, answer 429
+    >>> if ticket is not None and ticket.wait(threading.Event()):
+    ...     try:
+    ...         pass                     # generate
+    ...     finally:
+    ...         ticket.release()
 """
 from __future__ import annotations
 
@@ -42,8 +42,9 @@ class ServerLimits:
 
     Example::
 
-        ServerLimits(max_concurrency=1, max_queue=0)
-        ServerLimits.from_settings(load_settings())
+        >>> ServerLimits(max_concurrency=1, max_queue=0)
+        ServerLimits(max_request_bytes=65536, max_concurrency=1, max_queue=0, max_reply_tokens=2048)
+        >>> ServerLimits.from_settings(load_settings())   # not run: reads the settings   # doctest: +SKIP
     """
 
     max_request_bytes: int = _setting_default("max_request_bytes")
@@ -73,10 +74,11 @@ class Ticket:
 
     Example::
 
-        ticket = gate.admit_or_refuse()
-        if ticket.wait(stop):
-            ...                      # generate
-        ticket.release()
+        >>> gate, stop = RequestGate(max_concurrency=1, max_queue=0), threading.Event()
+        >>> ticket = gate.admit_or_refuse()
+        >>> if ticket.wait(stop):
+        ...     pass                     # generate
+        >>> ticket.release()
     """
 
     def __init__(self, gate: RequestGate) -> None:
@@ -116,9 +118,10 @@ class RequestGate:
 
     Example::
 
-        gate = RequestGate(max_concurrency=2, max_queue=8)
-        ticket = gate.admit()        # None when 2 run and 8 wait
-        gate.running, gate.waiting, gate.retry_after_s()
+        >>> gate = RequestGate(max_concurrency=2, max_queue=8)
+        >>> ticket = gate.admit()        # None when 2 run and 8 wait
+        >>> gate.running, gate.waiting, gate.retry_after_s()
+        (0, 1, 1)
     """
 
     def __init__(self, max_concurrency: int, max_queue: int) -> None:

@@ -19,7 +19,7 @@ requests, pings and cancellations (a cancelled ``ask`` stops its generation).
 Nothing but the protocol may reach stdout: the SDK points file descriptor 1 at stderr while it
 serves, so progress bars, logs and child processes write to stderr.
 
-Example::
+Example (not run: needs a model and a knowledge web)::
 
     import anyio
     from mcp import Client
@@ -187,7 +187,7 @@ def build_mcp_server(agent: "FactAgent | Callable[[], FactAgent]", *,
     it is then called in a worker thread when the server starts, the tools wait for it, and it is
     closed when the server stops. ``max_concurrency``: answers generated at once (more wait).
 
-    Example::
+    Example (not run: needs a model and a knowledge web; runs a stdio server)::
 
         server = build_mcp_server(lambda: open_agent(load_settings(web="my-web")))
         server.run("stdio")

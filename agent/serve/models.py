@@ -6,7 +6,7 @@ then one :class:`ReplyEnd` with the finish reason, token counts and extra respon
 A plain :class:`~agent.llm.client.ChatClient` is served through :class:`ChatClientModel`;
 the factweave agent through :class:`~agent.serve.agent_model.AgentModel`.
 
-Example::
+Example (not run: needs a model and a knowledge web)::
 
     models = served_models([LocalChat("smollm2-135m"), fact_agent])
     list(models)                     # ["smollm2-135m", "factweave"]
@@ -32,8 +32,10 @@ class ReplyEnd:
 
     Example::
 
-        yield ReplyEnd(finish_reason="stop", prompt_tokens=231, completion_tokens=26,
-                       extra={"factweave": {"answer": "Oslo"}})
+        >>> ReplyEnd(finish_reason="stop", prompt_tokens=231, completion_tokens=26,
+        ...          extra={"factweave": {"answer": "Oslo"}})
+        ReplyEnd(finish_reason='stop', prompt_tokens=231, completion_tokens=26,
+                 extra={'factweave': {'answer': 'Oslo'}}, stopped=False)
     """
 
     finish_reason: str = "stop"
@@ -51,7 +53,10 @@ class ReplyError(FactweaveError):
 
     Example::
 
-        raise ReplyError("the backend is down")           # HTTP 502, type server_error
+        >>> raise ReplyError("the backend is down")           # HTTP 502, type server_error
+        Traceback (most recent call last):
+            ...
+        agent.serve.models.ReplyError: the backend is down
     """
 
     status = 502
@@ -63,7 +68,10 @@ class BadReplyRequest(ReplyError):
 
     Example::
 
-        raise BadReplyRequest("messages: no user message with text to answer")   # HTTP 400
+        >>> raise BadReplyRequest("messages: no user message with text to answer")   # HTTP 400
+        Traceback (most recent call last):
+            ...
+        agent.serve.models.BadReplyRequest: messages: no user message with text to answer
     """
 
     status = 400
@@ -76,12 +84,12 @@ class ServedModel(Protocol):
 
     Example::
 
-        class Echo:
-            id = "echo"
-
-            def reply(self, request, stop):
-                yield request.question()
-                yield ReplyEnd()
+        >>> class Echo:
+        ...     id = "echo"
+        ...
+        ...     def reply(self, request, stop):
+        ...         yield request.question()
+        ...         yield ReplyEnd()
     """
 
     id: str
@@ -96,7 +104,7 @@ class ChatClientModel:
     (one with ``complete_counted``) stops when its client goes away and reports its token
     counts in ``usage``; a remote client's counts are not known, so its ``usage`` is zeros.
 
-    Example::
+    Example (not run: needs a model)::
 
         ChatClientModel(LocalChat("smollm2-135m")).id      # "smollm2-135m"
     """

@@ -55,7 +55,7 @@ def serve_in_thread(models: Any, host: str = LOOPBACK, port: int = 0, *, api_key
     (``.../v1``) and a function that stops it. ``port=0`` picks a free port. Returns once the
     server accepts connections.
 
-    Example::
+    Example (not run: needs a model; starts a server)::
 
         base_url, stop = serve_in_thread([fact_agent, local_chat], limits=ServerLimits(max_queue=0))
         try:
@@ -96,7 +96,7 @@ def run(models: Any, host: str = LOOPBACK, port: int = 8000, api_key: str | None
     """Serve ``models`` in the foreground until interrupted (``factweave serve``, ``factweave llm
     serve``); ``sock``: an already bound socket (see :func:`bind_socket`).
 
-    Example::
+    Example (not run: needs a model; starts a server)::
 
         run(LocalChat("qwen2.5-coder-0.5b"), port=8000, api_key=os.environ.get("FACTWEAVE_API_KEY"))
     """

@@ -38,7 +38,7 @@ Replies are vLLM's: no ``factweave`` field; a client finds the fact spans by rep
 this package (its pins conflict with the UI's): it runs from an environment of its own with this
 package installed ``--no-deps`` beside it (README, Install).
 
-Example::
+Example (not run: a shell command; needs vLLM and a GPU)::
 
     factweave serve --engine vllm --model Qwen/Qwen2.5-7B-Instruct --index kb.fidx --port 8000
 """

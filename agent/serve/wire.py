@@ -5,10 +5,12 @@ else that speaks the API) reads the replies as it reads OpenAI's own.
 
 Example::
 
-    request = ChatRequest.model_validate_json(b'{"model": "factweave", "messages": '
-                                              b'[{"role": "user", "content": "Hi"}]}')
-    request.question()          # "Hi"
-    request.conversation()      # ("Hi", []): the question and the earlier turns (the agent bounds them)
+    >>> request = ChatRequest.model_validate_json(b'{"model": "factweave", "messages": '
+    ...                                           b'[{"role": "user", "content": "Hi"}]}')
+    >>> request.question()
+    'Hi'
+    >>> request.conversation()      # the question and the earlier turns (the agent bounds them)
+    ('Hi', [])
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ class Message(BaseModel):
 
     Example::
 
-        Message(role="user", content=[{"type": "text", "text": "Hi"}]).plain()   # {"role": "user", "content": "Hi"}
+        >>> Message(role="user", content=[{"type": "text", "text": "Hi"}]).plain()
+        {'role': 'user', 'content': 'Hi'}
     """
 
     model_config = ConfigDict(extra="allow")
@@ -62,7 +65,8 @@ class ChatRequest(BaseModel):
 
     Example::
 
-        ChatRequest(messages=[{"role": "user", "content": "Hi"}], stream=True).stream
+        >>> ChatRequest(messages=[{"role": "user", "content": "Hi"}], stream=True).stream
+        True
     """
 
     model_config = ConfigDict(extra="allow")

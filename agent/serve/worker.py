@@ -5,7 +5,7 @@ the model, and frees the slot when the model is done, so the gate counts generat
 requests. The reader (a request handler) sets :attr:`Generation.stop` when its client goes
 away; the model stops generating and the thread ends.
 
-Example::
+Example (not run: needs a model)::
 
     generation = Generation(lambda stop: model.reply(request, stop), gate.admit_or_refuse())
     while (piece := await generation.next()) is not None:
@@ -30,7 +30,7 @@ _END = object()
 class Generation:
     """Run ``work(stop)`` (an iterable) in a daemon thread once ``ticket`` gets a slot.
 
-    Example::
+    Example (not run: needs a model)::
 
         generation = Generation(lambda stop: model.reply(request, stop), ticket)
         first = await generation.next()

@@ -8,7 +8,7 @@ A file is either **triples** (``.tsv``, ``.nt``, or ``.jsonl`` whose first row h
 written, so a bad row anywhere (reported as ``name:line: reason``) or a file over the size limit
 rejects the whole upload and the web is left as it was.
 
-Example::
+Example (not run: needs the files)::
 
     batch = read_uploads([Path("facts.tsv"), Path("notes.md")], max_bytes=10_000_000)
     batch.triples, batch.documents           # parsed, nothing written yet

@@ -31,7 +31,7 @@ backends: ``{"field": value}``, ``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$
 are strings, numbers, booleans or lists of strings (Pinecone's rule); on a list field ``$eq``
 and ``$in`` match when any element does.
 
-Example (:func:`agent.web.vector_stores.open_vector_index` opens one by kind)::
+Example (not run: needs an embedding model; :func:`agent.web.vector_stores.open_vector_index` opens one by kind)::
 
     index = open_vector_index("local", folder=Path("kb.vectors"), dim=embedder.dim,
                               fingerprint=embedder.fingerprint)

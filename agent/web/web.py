@@ -102,7 +102,7 @@ class BuildReport:
 class KnowledgeWeb:
     """Build and search a fact-centric knowledge web.
 
-    Example::
+    Example (not run: needs a knowledge web and an embedding model)::
 
         web = KnowledgeWeb.open("my-web")                # embedded graph server and vectors
         web.add_documents(read_documents(["notes/"]), SentenceDecomposer())
@@ -595,7 +595,7 @@ class KnowledgeWeb:
         is a statement), in id order, read from the graph a page at a time: the knowledge a
         fact tree over the whole web is built from.
 
-        Example::
+        Example (not run: needs a knowledge web and a tokenizer)::
 
             index = FactIndex.build(web.facts(), tokenizer)
         """

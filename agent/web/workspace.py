@@ -46,7 +46,7 @@ replaced for a removal (see :mod:`agent.pipeline.uploaded` for what answers unde
 
 A file uploaded again is its new version: its old facts give way to the new ones.
 
-Example::
+Example (not run: needs a knowledge web)::
 
     from agent.web.workspace import Workspace
 

@@ -35,7 +35,7 @@ Baselines, through plain ``generate`` arguments (``kgd_generate(..., scorer=None
 Modules: ``retrieval`` (chunks, cached encoder, chunk retriever), ``judges`` (NLI judges),
 ``scorers`` (similarity, entailment, combined), ``processor`` (the logits processor, generation).
 
-Example::
+Example (not run: needs a model and an embedding model)::
 
     from agent.embeddings import Embedder
     from agent.models import load_model

@@ -41,7 +41,7 @@ class LocalLMJudge:
     examples or a chat template. Qwen2.5-Coder-0.5B labels 7 right and never says "neutral".
     Where a real NLI model is available, use :class:`CrossEncoderJudge`.
 
-    Example::
+    Example (not run: needs a model)::
 
         judge = LocalLMJudge(load_model("qwen2.5-coder-0.5b"))
         judge.judge([("Zorblax Station was founded by Mira Quell.", "Mira Quell founded it.")])
@@ -97,7 +97,7 @@ class CrossEncoderJudge:
     Nothing ships one offline: an id loads from the local Hugging Face cache, and the hub is
     asked only when ``HF_HUB_OFFLINE`` is not set.
 
-    Example::
+    Example (not run: needs a cross-encoder model)::
 
         judge = CrossEncoderJudge("cross-encoder/nli-deberta-v3-small")
         judge.judge([("A man eats.", "Someone eats.")])   # ["entailment"]

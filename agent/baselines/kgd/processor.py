@@ -46,7 +46,7 @@ class KnowledgeGuidedLogitsProcessor(LogitsProcessor):
         weight: ``w`` in ``w * r`` (paper: 2).
         prompt_len: prompt length in tokens (left-padded); by default the length at the first call.
 
-    Example::
+    Example (not run: needs a model and an embedding model)::
 
         proc = KnowledgeGuidedLogitsProcessor(tokenizer, SimilarityScorer(embedder), [chunks])
         out = model.generate(**inputs, num_beams=4, logits_processor=LogitsProcessorList([proc]))
@@ -147,7 +147,7 @@ def kgd_generate(loaded: LoadedModel, prompts: Sequence[str], chunks_per_prompt:
     before KGD. When ``stats`` is a dict it receives the processor's counters plus
     ``generate_seconds``, ``new_tokens`` and ``tokens_per_s``.
 
-    Example::
+    Example (not run: needs a model and an embedding model)::
 
         texts = kgd_generate(loaded, ["Question: Who founded Zorblax Station?\\nAnswer:"],
                              [retriever.top("Who founded Zorblax Station?", 3)],

@@ -25,8 +25,8 @@ def chunk_spans(text: str, size: int = 500, overlap: int = 100) -> list[tuple[in
 
     Example::
 
-        chunk_spans("alpha beta gamma delta", size=11, overlap=5)
-        # [(0, 10), (6, 16), (11, 22)]: "alpha beta", "beta gamma", "gamma delta"
+        >>> chunk_spans("alpha beta gamma delta", size=11, overlap=5)   # "alpha beta", "beta gamma", "gamma delta"
+        [(0, 10), (6, 16), (11, 22)]
     """
     _check_window(size, overlap)
     spans: list[tuple[int, int]] = []
@@ -46,8 +46,8 @@ def chunk_passages(texts: Sequence[str], size: int = 500, overlap: int = 100) ->
 
     Example::
 
-        chunk_passages(["Zorblax Station was founded by Mira Quell in 2091."], size=30, overlap=10)
-        # ['Zorblax Station was founded by', 'founded by Mira Quell in 2091.']
+        >>> chunk_passages(["Zorblax Station was founded by Mira Quell in 2091."], size=30, overlap=10)
+        ['Zorblax Station was founded by', 'founded by Mira Quell in 2091.']
     """
     if isinstance(texts, str):
         raise FactweaveError("chunk_passages() takes a sequence of passages, not a single string: wrap it in a list")
@@ -109,7 +109,7 @@ class CachedEncoder:
     call. Share one between a :class:`ChunkRetriever` and a :class:`SimilarityScorer` so chunks
     are embedded once.
 
-    Example::
+    Example (not run: needs an embedding model)::
 
         encoder = CachedEncoder(Embedder())
         encoder.encode(["a", "b"]); encoder.encode(["b", "c"])   # embeds "c" only
@@ -162,7 +162,7 @@ def as_cached(embedder: Embedder | CachedEncoder) -> CachedEncoder:
 class ChunkRetriever:
     """Dense retrieval over a fixed list of chunks, embedded once (in batches) when built.
 
-    Example::
+    Example (not run: needs an embedding model)::
 
         retriever = ChunkRetriever(Embedder(), chunk_passages(passages))
         retriever.top("Who founded Zorblax Station?", 3)   # the 3 most similar chunks, best first

@@ -36,7 +36,7 @@ class SimilarityScorer:
     All texts and chunks of one call not embedded yet are embedded in one batch, and every
     vector is kept by string (:class:`CachedEncoder`).
 
-    Example::
+    Example (not run: needs an embedding model)::
 
         scorer = SimilarityScorer(Embedder())
         scorer.score(["founded by Mira"], [["Zorblax Station was founded by Mira Quell."]])
@@ -72,7 +72,7 @@ class EntailmentScorer:
     SmolLM2-135M does, see :class:`LocalLMJudge`) therefore derails generation: measured on 5
     short questions, it wrote digits and unrelated words where greedy decoding wrote sentences.
 
-    Example::
+    Example (not run: needs a model)::
 
         scorer = EntailmentScorer(LocalLMJudge(loaded), alpha=5.0, beta=10.0)
         scorer.score(["founded by Mira Quell"], [["Zorblax Station was founded by Mira Quell."]])
@@ -131,7 +131,7 @@ class CombinedScorer:
     alpha=5 it dominates; pass an :class:`EntailmentScorer` with alpha=1, beta=2 to weigh them
     alike.
 
-    Example::
+    Example (not run: needs an embedding model and a judge model)::
 
         CombinedScorer(SimilarityScorer(embedder), EntailmentScorer(judge), gamma=1.5)
     """
