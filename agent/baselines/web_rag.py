@@ -5,7 +5,7 @@ model answer freely. (The agent reads listed facts too, but states the ones it u
 fact constraint in the same reply: :mod:`agent.pipeline.replies`, ``prompts/agent/``.) A baseline
 the evaluation alone uses (:class:`~agent.eval.methods.WebRAGMethod`), not part of the agent.
 
-Example::
+Example (not run: needs a model)::
 
     reader = ListedFactsReader(generator)           # a FactGenerator on the same model
     answer = reader.read("Where is Toad Hall?", ["Toad Hall is a hall of the ANU in Canberra."])

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..index import FactIndex
+from ..index import FactIndex, FactTree
 from ..knowledge.facts import Fact
 
 #: ``extra_args`` keys: the rule on or off; a request's own facts (a list of fact texts, its tree
@@ -128,9 +128,9 @@ class TreeCache:
         # one character never share a tree.
         self._cached = lru_cache(maxsize=max_trees)(self._build)
 
-    def tree(self, facts: tuple[str, ...]) -> FactIndex:
+    def tree(self, facts: tuple[str, ...]) -> FactTree:
         """The tree of ``facts`` (checked by :meth:`RuleArgs.parse`), built on first use."""
         return self._cached(facts)
 
-    def _build(self, facts: tuple[str, ...]) -> FactIndex:
+    def _build(self, facts: tuple[str, ...]) -> FactTree:
         return FactIndex.build([Fact.from_statement(text) for text in facts], self.tokenizer, progress=False)

@@ -30,7 +30,7 @@ from ..web.decompose import SentenceDecomposer
 from .datasets import KAMEL_DATASETS, dataset_documents, knowledge_files, popqa_triples
 
 if TYPE_CHECKING:
-    from ..index import FactIndex
+    from ..index import FactTree
     from ..settings import Settings
     from ..web.web import KnowledgeWeb
 
@@ -49,7 +49,7 @@ class EvalKnowledge:
     """
 
     web: KnowledgeWeb
-    kb: FactIndex
+    kb: FactTree
     web_folder: Path
     kb_source: str
 
@@ -80,6 +80,7 @@ def open_knowledge(dataset: str, path: Path, settings: Settings, tokenizer: Any,
             web = open_web(settings.model_copy(update={"web": None}), progress=progress)
         else:
             web = dataset_web(dataset, path, settings, split=split, progress=progress)
+        kb: FactTree
         try:
             kb = open_index(path, tokenizer, settings.cache_dir(), model_name=model_name, progress=progress)
         except BaseException:
@@ -153,7 +154,7 @@ def _complete(done: Path) -> bool:
         return False
 
 
-def web_fact_index(web: KnowledgeWeb, tokenizer: Any, *, model_name: str = "", progress: bool = True) -> FactIndex:
+def web_fact_index(web: KnowledgeWeb, tokenizer: Any, *, model_name: str = "", progress: bool = True) -> FactTree:
     """The fact tree of every fact of ``web`` for ``tokenizer``, saved beside the web on first use."""
     # lazy: agent.index pulls numpy and tqdm (the CLI imports this module at start)
     from ..index import FactIndex

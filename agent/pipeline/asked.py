@@ -34,7 +34,7 @@ The local model as a yes/no judge was measured and not kept: on 14 hand-checked 
 qwen2.5-coder-0.5b judged 7 right (every score below zero), the 1.5B 9, at 2.5 s a case (the
 0.5B reading which relation a statement states, also not kept: :mod:`.relations`).
 
-Example::
+Example (not run: needs the embedding model)::
 
     matcher = RelationMatcher(embedder, RelationLabels.bundled())
     AskedChecker(matcher).check("What instrument did Buck Owens play?", "country music",

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..decoding.generate import Answer, FactGenerator, GenerationEvent, Prompt
     from ..decoding.spans import CompletedFact
     from ..web.retrieval import FactHit
-    from ..web.web import KnowledgeWeb
+    from ..web.retrieval import FactSearch
 
 
 def hop_query(question: str, fact: str, entity: str) -> str:
@@ -235,7 +235,7 @@ class ChainingTree:
     """The per-question tree over ``hits`` that grows as facts are stated (see the module
     docstring). ``hit(fact_id)`` is the web hit behind a fact of the tree, found by id."""
 
-    def __init__(self, hits: Sequence[FactHit], tokenizer: Any, web: KnowledgeWeb | None, question: str, *,
+    def __init__(self, hits: Sequence[FactHit], tokenizer: Any, web: FactSearch | None, question: str, *,
                  max_hops: int = 3, k: int = 5, max_facts: int = 60, through: tuple[str, str] = ("", "")) -> None:
         unique: dict[str, FactHit] = {}
         for h in hits:

@@ -38,7 +38,7 @@ a number, a word by the same words), then the dates or numbers are compared, or 
 matched, and the answer follows. The model's own pick is not asked for. Without both values
 held, nothing is shown.
 
-Example::
+Example (not run: needs a model and a knowledge web)::
 
     step = ComparisonStep(generator, web)
     result = step.run(question, plan, hits)
@@ -70,7 +70,7 @@ from .values import (Dated, answer_type_fits, compare_dates, dates_in, life_date
 
 if TYPE_CHECKING:
     from ..web.retrieval import FactHit
-    from ..web.web import KnowledgeWeb
+    from ..web.retrieval import FactSearch
     from .relations import RelationMatcher
 
 OPTIONS_PROMPT = "agent-options"
@@ -154,7 +154,7 @@ class ComparisonStep:
     names of one thing for "same" questions; without it, values that differ in words show
     nothing."""
 
-    def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None, *,
+    def __init__(self, generator: FactGenerator, web: FactSearch | None = None, *,
                  similar: Callable[[str, str], float] | None = None, matcher: RelationMatcher | None = None,
                  hop_k: int = 5, max_tree_facts: int = 60) -> None:
         self.generator = FactGenerator(generator.model, generator.tokenizer, None,

@@ -85,7 +85,7 @@ from .replies import ReplyWriter
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
     from ..rerank import Reranker
-    from ..web.web import KnowledgeWeb
+    from ..web.retrieval import FactSearch
 
 # The listed-facts prompt of the read attempt.
 READ_PROMPT = "agent"
@@ -159,7 +159,7 @@ class FactAgent:
     started with.
     """
 
-    def __init__(self, generator: FactGenerator, web: KnowledgeWeb | None = None,
+    def __init__(self, generator: FactGenerator, web: FactSearch | None = None,
                  reranker: Reranker | None = None, *, options: AgentOptions | None = None,
                  chat: ChatClient | None = None, relations: RelationLabels | None = None,
                  latest: Callable[[], FactGenerator] | None = None, **changes: Any) -> None:
@@ -241,7 +241,7 @@ class FactAgent:
     def planner(self) -> PlanReader:
         return self._part("planner", lambda: PlanReader(self._embedder()))
 
-    def _web(self) -> KnowledgeWeb:
+    def _web(self) -> FactSearch:
         """The web the retrieval steps search (they run only when the agent has one)."""
         assert self.web is not None, "a retrieval step ran without a knowledge web"
         return self.web

@@ -27,9 +27,10 @@ with these:
 
 Example::
 
-    asked_through("Who is the spouse of the director of film Lamp Street?")  # ("Lamp Street", "director")
-    ask_past("Who is the spouse of the director of film Lamp Street?", "Lamp Street", "director", "Ann Lee")
-    # "Who is the spouse of Ann Lee?"
+    >>> asked_through("Who is the spouse of the director of film Lamp Street?")
+    ('Lamp Street', 'director')
+    >>> ask_past("Who is the spouse of the director of film Lamp Street?", "Lamp Street", "director", "Ann Lee")
+    'Who is the spouse of Ann Lee?'
 """
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ on the test half (2026-12-01).
 The matchers' outcome, :class:`AskedCheck`, is defined here beside them (its ``fact`` None: they
 see one fact); :class:`~agent.pipeline.asked.AskedChecker` returns it with the fact's index.
 
-Example::
+Example (not run: needs the embedding model)::
 
     matcher = RelationMatcher(embedder, RelationLabels.bundled())
     matcher.check("What instrument did Buck Owens play?", ("Buck Owens", "field of work", "country music"))

@@ -14,7 +14,12 @@ why a fact ranks where it does.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ..embeddings import Embedder
 
 MAX_QUESTION_CHARS = 2000
 """Characters a question, or a query searched in the knowledge web, may have, at every door (UI,
@@ -79,6 +84,23 @@ class SearchResult:
             "uncovered": self.uncovered,
             "hits": [h.as_dict() for h in self.hits],
         }
+
+
+class FactSearch(Protocol):
+    """What the agent needs of a knowledge web: its best facts for a question, every fact of some
+    documents, and the embedder it compares meanings with. :class:`~agent.web.web.KnowledgeWeb`
+    is one; the pipeline (:mod:`agent.pipeline`) annotates this, not the web's class, so another
+    store of facts can stand in for it."""
+
+    embedder: Embedder
+
+    def search(self, question: str, k: int = 10) -> SearchResult:
+        """The ``k`` facts that best answer ``question``, best first."""
+        ...
+
+    def document_hits(self, doc_ids: Sequence[str], limit: int = 200) -> list[FactHit]:
+        """Every fact of the documents ``doc_ids`` (read whole, not retrieved), at most ``limit``."""
+        ...
 
 
 PROVENANCE_KEYS = ("title", "source", "doc_id", "chunk_id", "start", "end", "page", "heading",
