@@ -85,7 +85,8 @@ class FactConstrainedLogitsProcessor(LogitsProcessor):
         for row, seq in enumerate(generated):
             item = min(row // rows_per_item, len(self._initial) - 1)
             state = self._state(item, seq)
-            states[(item, *seq)] = state
+            key = (item, *seq)
+            states[key] = state
             rows.append(state)
             if self.on_fact is not None and state.spans:
                 self._report(item, state)

@@ -168,5 +168,6 @@ def _conversation(messages: list[BaseMessage]) -> list[dict[str, str]]:
 
 
 def _usage(answer: Answer) -> UsageMetadata:
-    return UsageMetadata(input_tokens=answer.prompt_tokens, output_tokens=answer.tokens,
+    # langchain-core marks the detail keys NotRequired; checked for Python 3.10, mypy reads them as required.
+    return UsageMetadata(input_tokens=answer.prompt_tokens, output_tokens=answer.tokens,  # type: ignore[typeddict-item]
                          total_tokens=answer.prompt_tokens + answer.tokens)

@@ -52,7 +52,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Self, TextIO, cast
+from typing import TYPE_CHECKING, TextIO, cast
+
+from typing_extensions import Self  # typing's from Python 3.11; 3.10 is supported
 
 if TYPE_CHECKING:
     from agent.web.graph import GraphStore

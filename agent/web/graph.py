@@ -18,7 +18,9 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Self
+from typing import Any
+
+from typing_extensions import Self  # typing's from Python 3.11; 3.10 is supported
 
 from agent.errors import FactweaveError
 
