@@ -392,7 +392,7 @@ def _convert(preset: ModelPreset, gguf: Path, hf_dir: Path) -> None:
     # The weights are plain tensors after dequantization; keeping the GGUF quantizer would
     # make save_pretrained refuse, and a saved quantization_config would make every later
     # load look for a GGUF file again.
-    model.hf_quantizer = None  # type: ignore[assignment]  # torch types Module.__setattr__ for tensors/modules only
+    model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.to(getattr(torch, _STORE_DTYPE))
@@ -508,7 +508,7 @@ def _load_hf(
             f"({', '.join(PRESETS)}) or a folder with config.json and weights"
         ) from exc
     if device is not None and device_map is None:
-        model.to(device)  # type: ignore[arg-type]  # transformers' wrapper on .to() mistypes its first argument
+        model.to(device)
     model.eval()
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
