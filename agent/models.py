@@ -619,7 +619,7 @@ def load_model(
         # The prompts' fixed starts, once read, are kept for the next process (the first answer of
         # `factweave ask` and of a fresh server does not read them again).
         steps = LlamaCppSteps.open(gguf, kept_dir=(cache_dir or default_cache_dir()) / "engines" / "kv" / gguf.stem)
-        check_same_tokens(steps, tokenizer, _TOKEN_SAMPLES)
+        check_same_tokens(steps, tokenizer, TOKEN_SAMPLES)
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
@@ -633,5 +633,5 @@ def load_model(
 
 # Texts whose ids must be the same through a GGUF's vocabulary and the tokenizer's: a fact line,
 # non-ASCII names, digits and the chat template's markers.
-_TOKEN_SAMPLES = ("Fact: <Buck Owens> <place of death> <Bakersfield> .\nAnswer: Bakersfield",
+TOKEN_SAMPLES = ("Fact: <Buck Owens> <place of death> <Bakersfield> .\nAnswer: Bakersfield",
                   "Zoë Saldaña, Łódź, 東京, 1903-05-12, 3.14", "<|im_start|>user\nWho?<|im_end|>\n")

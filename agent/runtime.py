@@ -62,9 +62,22 @@ def open_generator(model: str = DEFAULT_MODEL, kb: str | Path | None = None, *, 
 
 
 def load_settings_model(settings: Settings) -> LoadedModel:
-    """The model ``settings`` name, on their device and dtype."""
-    return load_model(settings.model, device=settings.device, dtype=settings.dtype,
-                      device_map=settings.device_map, cache_dir=settings.cache_dir(), engine=settings.engine)
+    """The model ``settings`` name, on their device and dtype; with ``engine = "remote"``, its
+    replies written by the server at ``engine_url`` (:mod:`agent.decoding.remote`; the model stays
+    for the reading of questions), checked to read tokens as the model does."""
+    if settings.engine != "remote":
+        return load_model(settings.model, device=settings.device, dtype=settings.dtype,
+                          device_map=settings.device_map, cache_dir=settings.cache_dir(), engine=settings.engine)
+    from .decoding.remote import remote_engine_from
+    from .models import TOKEN_SAMPLES
+
+    key = settings.engine_key.get_secret_value() if settings.engine_key else None
+    engine = remote_engine_from(settings.engine_url, None, key)  # before minutes of loading
+    loaded = load_model(settings.model, device=settings.device, dtype=settings.dtype, device_map=settings.device_map,
+                        cache_dir=settings.cache_dir(), engine="transformers")
+    engine.check_tokens(loaded.tokenizer, TOKEN_SAMPLES)
+    loaded.steps, loaded.engine = engine, "remote"
+    return loaded
 
 
 def open_web(settings: Settings, *, progress: bool = True, create: bool = False,
@@ -147,6 +160,8 @@ def open_agent(settings: Settings | None = None, *, progress: bool = True,
                                with_index=tree != "question",
                                pg_dsn=settings.pg_dsn.get_secret_value() if settings.pg_dsn else None,
                                pg_index=settings.pg_index)
+    if getattr(loaded.steps, "engine", None) == "remote":
+        loaded.steps.server_tree = generator.index  # the server's --index: the KB (sessions on it send no facts)
     web = None
     try:
         web = open_web(settings, progress=progress) if tree != "kb" else None

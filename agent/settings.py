@@ -49,7 +49,8 @@ def _env(*names: str) -> AliasChoices:
 
 #: Why ``engine = "vllm"`` is refused for the agent (the settings, ``--engine`` of its commands).
 VLLM_IS_FOR_SERVE = ("vllm serves a model under ReFactX's rule (`factweave serve --engine vllm`, in vLLM's own "
-                     "environment: README, Install); the agent runs on transformers or llama.cpp")
+                     "environment: README, Install); the agent runs on transformers, llama.cpp or remote (--engine remote "
+                     "--engine-url URL: that server)")
 
 
 class Settings(BaseSettings):
@@ -64,10 +65,14 @@ class Settings(BaseSettings):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = Field(
         None, description="Weights dtype (FACTWEAVE_DTYPE); default float32 on CPU, the model's own on GPU.")
     device_map: str | None = Field(None, description="transformers device_map, e.g. auto (FACTWEAVE_DEVICE_MAP).")
-    engine: Literal["auto", "transformers", "llama.cpp"] = Field(
+    engine: Literal["auto", "transformers", "llama.cpp", "remote"] = Field(
         "auto", description="What computes the logits (FACTWEAVE_ENGINE): transformers, llama.cpp (a preset's "
-                                    "GGUF file; the [llama] extra) or auto (llama.cpp for a preset on the CPU where "
+                                    "GGUF file; the [llama] extra), remote (a shared vLLM server at engine_url "
+                                    "writes the replies) or auto (llama.cpp for a preset on the CPU where "
                                     "installed).")
+    engine_url: str | None = Field(None, description="The remote engine's address (FACTWEAVE_ENGINE_URL): a "
+                                                     "server started with `factweave serve --engine vllm`.")
+    engine_key: SecretStr | None = Field(None, description="Its bearer key (FACTWEAVE_ENGINE_KEY).")
     beams: int = Field(1, ge=1, le=16, description="Beam search width (FACTWEAVE_BEAMS).")
     max_tokens: int = Field(160, ge=1, le=8192, description="Most tokens generated per attempt (FACTWEAVE_MAX_TOKENS).")
     cache: Path | None = Field(None, description="Converted models and indexes (FACTWEAVE_CACHE); default ~/.cache/factweave.")

@@ -66,3 +66,69 @@ def test_the_same_facts_build_one_tree():
     assert other is not first and len(other.facts) == 299
     trees.tree(tuple(facts[:2]))  # a third content: the least recently used (the first) goes
     assert trees.tree(tuple(facts)) is not first
+
+
+def test_a_reply_sent_back_as_the_prompt_keeps_its_facts_spent_and_its_line_open():
+    """The remote engine (agent/decoding/remote.py) sends a reply written in parts back as the
+    prompt's end: the rule walks those tokens again (``refactx_reply``), so a fact already stated
+    is not offered again and a ``Fact:`` line cut between two requests goes on; ``refactx_open``
+    opens the line at the tree's root after an opening the rule does not fire on (``Answer:``)."""
+    from agent.decoding.tracker import FactTracker
+    from agent.decoding.vocab import TokenVocab
+    from agent.index import FactIndex
+    from agent.knowledge.facts import Fact
+
+    tokenizer = word_tokenizer(extra=("capital", "Answer"))
+    facts = [Fact.from_statement("<France> <capital> <Paris> ."), Fact.from_statement("<Germany> <capital> <Berlin> .")]
+    tracker = FactTracker(FactIndex.build(facts, tokenizer), TokenVocab.from_tokenizer(tokenizer))
+
+    def ids(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def offered(state) -> set[str]:
+        return {tokenizer.decode([int(t)]) for t in tracker.allowed(state)}
+
+    prompt = ids("Question: capital ?\n")
+    reply = ids("Fact: <France> <capital> <Paris> .\nFact:")
+    # Without the reply walked, the new line would offer France again (nothing spent).
+    blind = RuleArgs.parse({"refactx": True}).start(tracker, prompt + reply)
+    walked = RuleArgs.parse({"refactx": True, "refactx_reply": len(reply)}).start(tracker, prompt + reply)
+    assert blind.active and walked.active
+    assert offered(blind) >= {" "} and len(walked.spans) == 1
+    first = ids(" <")
+    after_blind, after_walked = blind, walked
+    for token in first:
+        after_blind, after_walked = tracker.advance(after_blind, token, 0), tracker.advance(after_walked, token, 0)
+    assert offered(after_blind) == {"France", "Germany"} and offered(after_walked) == {"Germany"}
+    # A line cut mid-fact goes on where it was.
+    cut = ids("Fact: <Germany> <")
+    mid = RuleArgs.parse({"refactx": True, "refactx_reply": len(cut)}).start(tracker, prompt + cut)
+    assert mid.active and offered(mid) == {"capital"}
+    # An "Answer:" line: free for the rule, unless opened.
+    answer = ids("Fact: <France> <capital> <Paris> .\nAnswer:")
+    free = RuleArgs.parse({"refactx": True, "refactx_reply": len(answer)}).start(tracker, prompt + answer)
+    opened = RuleArgs.parse({"refactx": True, "refactx_reply": len(answer), "refactx_open": True}).start(
+        tracker, prompt + answer)
+    assert not free.active and opened.active and offered(opened) == {" "}
+    with pytest.raises(ValueError, match="refactx_reply must be a whole number from 0 to 8192"):
+        RuleArgs.parse({"refactx_reply": -1})
+    with pytest.raises(ValueError, match="refactx_open must be true or false"):
+        RuleArgs.parse({"refactx_open": "perhaps"})
+
+
+def test_a_requests_facts_join_the_servers_tree_with_refactx_kb():
+    """A worker's whole-KB attempt sends the facts uploaded to its web since the server's tree was
+    built (``refactx_kb``): the request may state those and the tree's own; built once per content."""
+    from agent.index import FactIndex
+    from agent.knowledge.facts import Fact
+
+    tokenizer = word_tokenizer(extra=("capital",))
+    server = FactIndex.build([Fact.from_statement("<France> <capital> <Paris> .")], tokenizer)
+    args = RuleArgs.parse({"refactx": True, "refactx_kb": True, "refactx_facts": ["<Germany> <capital> <Berlin> ."]})
+    trees = TreeCache(tokenizer)
+    joined = trees.joined(server, args.facts)
+    assert {joined.facts[i].text for i in range(len(joined))} == {"<France> <capital> <Paris> .",
+                                                                  "<Germany> <capital> <Berlin> ."}
+    assert trees.joined(server, args.facts) is joined
+    with pytest.raises(ValueError, match="refactx_hops grows a request's own tree"):
+        RuleArgs.parse({"refactx_kb": True, "refactx_facts": [FACT], "refactx_hops": 1})

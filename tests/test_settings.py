@@ -70,13 +70,36 @@ def test_vllm_as_the_agents_engine_says_where_vllm_runs(tmp_path, monkeypatch):
     config = tmp_path / "vllm.toml"
     config.write_text('engine = "vllm"\n')
     with pytest.raises(FactweaveError, match=r"^setting engine: .*factweave serve --engine vllm.* the agent runs on "
-                                             r"transformers or llama.cpp \(file .*vllm.toml\)$"):
+                                             r"transformers, llama.cpp or remote \(--engine remote --engine-url URL: "
+                                             r"that server\) \(file .*vllm.toml\)$"):
         load_settings(config)
     proc = subprocess.run([sys.executable, "-m", "agent.cli", "ask", "Where was Laurie Graff born?", "--engine",
                            "vllm"], capture_output=True, text=True, cwd=REPO, timeout=300, check=False,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 2 and "factweave serve --engine vllm" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_remote_engine_without_an_address_or_with_none_answering_is_one_line_naming_how_to_start_it():
+    """``--engine remote`` needs a server (`factweave serve --engine vllm`): without ``--engine-url``,
+    and with one where nothing answers, the agent's commands stop in one line before loading a
+    model (tests/test_remote_engine.py runs a real one where vLLM is installed)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]  # nothing listens there once the socket is closed
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FACTWEAVE_ENGINE")}
+    said = {}
+    for name, extra in (("none", []), ("closed", ["--engine-url", f"http://127.0.0.1:{closed}"])):
+        proc = subprocess.run([sys.executable, "-m", "agent.cli", "ask", "Where was Laurie Graff born?", "--engine",
+                               "remote", *extra], capture_output=True, text=True, cwd=REPO, timeout=300, check=False,
+                              env={**env, "PYTHONPATH": str(REPO)})
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        said[name] = proc.stderr.strip().splitlines()[-1]
+    assert "--engine remote needs the server's address: --engine-url URL or FACTWEAVE_ENGINE_URL" in said["none"]
+    assert f"the remote engine at http://127.0.0.1:{closed}/v1 does not answer" in said["closed"]
+    assert "factweave serve --engine vllm" in said["closed"]
 
 
 def test_own_kb_without_a_web_answers_from_the_kb(tmp_path):

@@ -17,6 +17,7 @@ from ..settings import load_settings
 from .options import (
     config_option,
     engine_option,
+    engine_url_option,
     model_option,
     rerank_option,
     tree_option,
@@ -47,6 +48,7 @@ def _generation_options(f):
         config_option,
         model_option,
         engine_option,
+        engine_url_option,
         click.option("--kb", type=click.Path(exists=True, path_type=Path), default=None,
                      help="Knowledge source for the KB fact tree (default: the bundled demo KB)."),
         click.option("--index", "index_path", type=click.Path(exists=True, path_type=Path), default=None,
@@ -81,7 +83,7 @@ def _generation_options(f):
               help="A JSON file with the conversation's earlier turns, oldest first: "
                    '[{"role": "user" | "assistant", "content": ...}, ...] (the last 6 are used).')
 @click.option("--json", "as_json", is_flag=True, help="Print {answer, text, facts, timings, trace} as JSON.")
-def ask(question, config, model, engine, kb, index_path, inverse, beams, max_tokens, device, dtype, web_dir, tree, rerank,
+def ask(question, config, model, engine, engine_url, kb, index_path, inverse, beams, max_tokens, device, dtype, web_dir, tree, rerank,
         k, max_rounds, base_url, llm_model, free, history_path, as_json) -> None:
     """Answer QUESTION through the agent: knowledge-web retrieval, re-ranking, then generation where
     every `Fact:` line is constrained to a fact that exists (per-question tree, then the whole KB).
@@ -97,7 +99,7 @@ def ask(question, config, model, engine, kb, index_path, inverse, beams, max_tok
         raise click.UsageError("--free generates without facts; it does not combine with "
                                "--web/--tree/--rerank/--history")
     history = read_history(history_path) if history_path else []
-    settings = load_settings(config, model=model, engine=engine, kb=kb, index=index_path, inverse=inverse, beams=beams,
+    settings = load_settings(config, model=model, engine=engine, engine_url=engine_url, kb=kb, index=index_path, inverse=inverse, beams=beams,
                          max_tokens=max_tokens, device=device, dtype=dtype, web=web_dir, tree=tree,
                          rerank=rerank, k=k, max_rounds=max_rounds, openai_base_url=base_url, llm_model=llm_model)
     t0 = time.perf_counter()

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 @click.command("mcp")
 @agent_options
-def mcp_command(config: Path | None, model: str | None, engine: str | None, web_dir: Path | None,
-                tree: str | None, rerank: bool | None) -> None:
+def mcp_command(config: Path | None, model: str | None, engine: str | None, engine_url: str | None,
+                web_dir: Path | None, tree: str | None, rerank: bool | None) -> None:
     """Serve the agent as Model Context Protocol tools over stdio, for MCP clients to embed:
     `ask` (an answer with the facts behind it) and `search_facts` (the knowledge web's nearest
     facts). stdout carries the protocol only; progress and errors go to stderr. Other settings
@@ -41,7 +41,8 @@ def mcp_command(config: Path | None, model: str | None, engine: str | None, web_
     from ..serve.mcp import build_mcp_server
 
     # Settings errors end here, before serving, as one line; opening the agent happens while serving.
-    settings = load_settings(config, model=model, engine=engine, web=web_dir, tree=tree, rerank=rerank)
+    settings = load_settings(config, model=model, engine=engine, engine_url=engine_url, web=web_dir, tree=tree,
+                             rerank=rerank)
     failed: list[FactweaveError] = []
 
     def open_or_report() -> "FactAgent":

@@ -24,7 +24,8 @@ tree_option = click.option(
 rerank_option = click.option("--rerank/--no-rerank", default=None,
                              help="Let the chat model pick the retrieved facts (default: on).")
 ENGINE_HELP = ("What computes the model's logits: transformers, llama.cpp (a preset's GGUF file; pip install "
-               "'factweave[llama]') or auto (the default: llama.cpp for a preset on the CPU where installed, else "
+               "'factweave[llama]'), remote (a shared server started with `factweave serve --engine vllm` writes the "
+               "replies: --engine-url) or auto (the default: llama.cpp for a preset on the CPU where installed, else "
                "transformers).")
 
 
@@ -37,20 +38,24 @@ class _AgentEngine(click.Choice):
         return super().convert(value, param, ctx)
 
 
-engine_option = click.option("--engine", type=_AgentEngine(["auto", "transformers", "llama.cpp"]), default=None,
-                             help=ENGINE_HELP)
+engine_option = click.option("--engine", type=_AgentEngine(["auto", "transformers", "llama.cpp", "remote"]),
+                             default=None, help=ENGINE_HELP)
+engine_url_option = click.option(
+    "--engine-url", default=None, help="--engine remote: the server's address, e.g. http://gpu-1:8001 (default "
+                                       "$FACTWEAVE_ENGINE_URL; its key: FACTWEAVE_ENGINE_KEY).")
 # `factweave serve` also runs on vLLM (agent.serve.vllm_server): its server, the rule inside it.
 serve_engine_option = click.option(
-    "--engine", type=click.Choice(["auto", "transformers", "llama.cpp", "vllm"]), default=None,
+    "--engine", type=click.Choice(["auto", "transformers", "llama.cpp", "remote", "vllm"]), default=None,
     help=ENGINE_HELP[:-1] + "; vllm: vLLM's own server for GPU machines, ReFactX's rule inside it over --index "
                             "(vLLM installed in this environment; the agent's retrieval is not in it).")
 
 
 def agent_options(f=None, *, engine=engine_option):
-    """``--config``, ``--model``, ``--engine``, ``--web``, ``--tree`` and ``--rerank``, in that order
-    (``engine``: another ``--engine`` option, e.g. ``serve``'s)."""
+    """``--config``, ``--model``, ``--engine``, ``--engine-url``, ``--web``, ``--tree`` and ``--rerank``,
+    in that order (``engine``: another ``--engine`` option, e.g. ``serve``'s)."""
     def apply(f):
-        for option in reversed((config_option, model_option, engine, web_option, tree_option, rerank_option)):
+        for option in reversed((config_option, model_option, engine, engine_url_option, web_option, tree_option,
+                                rerank_option)):
             f = option(f)
         return f
     return apply if f is None else apply(f)

@@ -35,7 +35,7 @@ from .options import agent_options, serve_engine_option
 @click.option("--engine-arg", "engine_arg", multiple=True,
               help="--engine vllm: one more argument for vLLM's server, as is (e.g. --engine-arg=--tensor-parallel-size=2; "
                    "repeatable); one setting what factweave sets (--host, --port, --api-key, the model, ...) is refused.")
-def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_concurrency, max_queue,
+def serve_command(config, model, engine, engine_url, web_dir, tree, rerank, host, port, max_concurrency, max_queue,
                   max_request_bytes, allowed_hosts, cors_origins, insecure, index, engine_arg) -> None:
     """Serve the agent (model `factweave`) and the plain local model (model id: its name) at
     /v1/chat/completions and /v1/models; any OpenAI client works. Clients must send the bearer
@@ -52,6 +52,8 @@ def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_
     """
     require("serve", "factweave serve")
     if engine == "vllm":
+        if engine_url:
+            raise click.UsageError("--engine-url is for --engine remote (a worker of the vLLM server --engine vllm starts)")
         _serve_vllm(config, model, web_dir, tree, rerank, host, port, max_concurrency, max_request_bytes,
                     allowed_hosts, cors_origins, insecure, index, engine_arg, max_queue)
         return
@@ -62,7 +64,8 @@ def serve_command(config, model, engine, web_dir, tree, rerank, host, port, max_
     from ..http.origins import OriginPolicy, refuse_if_exposed
     from ..serve import ServerLimits, bind_socket, run
 
-    settings = load_settings(config, model=model, engine=engine, web=web_dir, tree=tree, rerank=rerank, host=host, port=port,
+    settings = load_settings(config, model=model, engine=engine, engine_url=engine_url, web=web_dir, tree=tree,
+                             rerank=rerank, host=host, port=port,
                              max_concurrency=max_concurrency, max_queue=max_queue,
                              max_request_bytes=max_request_bytes, allowed_hosts=list(allowed_hosts) or None,
                              cors_origins=list(cors_origins) or None)

@@ -65,7 +65,7 @@ def _auth(path: Path | None) -> list[tuple[str, str]] | None:
               help="Questions answered at once; more wait in the queue.")
 @click.option("--max-upload-mb", type=click.IntRange(1, 2048), default=20, show_default=True,
               help="Largest uploaded file.")
-def ui_command(config, model, engine, web_dir, tree, rerank, host, port, allowed_hosts, share, auth_file, admins, insecure,
+def ui_command(config, model, engine, engine_url, web_dir, tree, rerank, host, port, allowed_hosts, share, auth_file, admins, insecure,
                concurrency, max_upload_mb) -> None:
     """Chat with the agent in the browser: answers stream with every constrained fact
     highlighted and traceable to its source; upload knowledge; choose tree mode, beams, model.
@@ -95,7 +95,8 @@ def ui_command(config, model, engine, web_dir, tree, rerank, host, port, allowed
     if unknown:
         raise FactweaveError(f"--admin {', '.join(unknown)}: no such login; the logins are the USER:PASSWORD lines of "
                              "--auth-file (or FACTWEAVE_UI_AUTH)")
-    settings = load_settings(config, model=model, engine=engine, web=web_dir, tree=tree, rerank=rerank)
+    settings = load_settings(config, model=model, engine=engine, engine_url=engine_url, web=web_dir, tree=tree,
+                             rerank=rerank)
     limit = max_upload_mb * 1024 * 1024
     supervise("ui")  # from here on in a child process, restarted should it crash (agent/supervisor.py)
     print(f"Opening {settings.model} and the knowledge web (first use: model conversion and the demo web, a few "

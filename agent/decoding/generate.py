@@ -240,6 +240,8 @@ class FactGenerator:
         another engine: its own cache); ``options`` go to the session. Returns it and how many
         prompt tokens came from the prefix cache."""
         ids = list(ids)
+        if self.steps is not None and hasattr(self.steps, "open_session"):  # the remote engine: its own sessions
+            return self.steps.open_session(ids, self.vocab, **options), 0
         if self.steps is not None:
             session = DecodeSession(self.steps, self.vocab, self.vocab.eos_ids, **options)
             start = self._fixed_start()

@@ -157,11 +157,7 @@ class DecodeSession:
         if drop <= 0:
             return
         spent = self.trace.cursor.used if self.tracker is not None and self.trace is not None else None
-        steps = cast(ScoringSteps, self.steps)  # rewinding needs an engine that crops (see above)
-        # The cache may also hold a cached prompt start that ``fed`` does not list.
-        self.state = steps.crop(self.state, steps.length(self.state) - drop - 1)
-        self.fed = self.fed[:len(self.fed) - drop]
-        self.logits, self.state = self.steps.feed(self.fed[-1:], self.state)
+        self._crop(drop)
         self.out = self.out[:keep]
         self.ended = False
         if self.tracker is not None:
@@ -172,6 +168,15 @@ class DecodeSession:
             if spent is not None and not trace.active:
                 trace = trace._replace(cursor=self.tracker.index.root(spent))
             self.trace = trace
+
+    def _crop(self, drop: int) -> None:
+        """The engine's cache and ``fed`` without their last ``drop`` tokens, the logits after the
+        token left last."""
+        steps = cast(ScoringSteps, self.steps)  # rewinding needs an engine that crops (see rewind)
+        # The cache may also hold a cached prompt start that ``fed`` does not list.
+        self.state = steps.crop(self.state, steps.length(self.state) - drop - 1)
+        self.fed = self.fed[:len(self.fed) - drop]
+        self.logits, self.state = self.steps.feed(self.fed[-1:], self.state)
 
     def replay(self) -> None:
         """Walk the tracker again over the whole reply (after a line was written under another

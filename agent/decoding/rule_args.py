@@ -19,7 +19,7 @@ again) from :class:`TreeCache`:
   facts of ~100 characters (10 retrieved, 60 at most with its hops), and a few hundred such facts
   still fit;
 - a question of at most :data:`MAX_QUESTION_CHARS` (4,000) characters; at most :data:`MAX_HOPS`
-  (8) hops;
+  (8) hops; a reply of at most :data:`MAX_REPLY_TOKENS` (8,192) tokens walked again;
 - :class:`TreeCache` holds the :data:`CACHED_TREES` (64) trees used last, keyed by the facts in
   their order (a tree's fact ids follow it), so at most 64 x 32,768 characters of facts.
 
@@ -27,25 +27,35 @@ No vLLM here: CI, which has none, tests all of it. Example::
 
     >>> args = RuleArgs.parse({"refactx": True, "refactx_facts": ["<Buck Owens> <instrument> <guitar> ."]})
     >>> args
-    RuleArgs(rule=True, facts=('<Buck Owens> <instrument> <guitar> .',), hops=0, question=None)
+    RuleArgs(rule=True, facts=('<Buck Owens> <instrument> <guitar> .',), hops=0, question=None, reply=0, open=False, kb=False)
     >>> tree = TreeCache(tokenizer).tree(args.facts)   # the same facts again: the same tree, not rebuilt
     ...                                                # (not run: needs a tokenizer)   # doctest: +SKIP
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..index import FactIndex, FactTree
+from ..index import FactIndex, FactTree, GrowingFactIndex
 from ..knowledge.facts import Fact
+from .tracker import FactTracker, TraceState
 
 #: ``extra_args`` keys: the rule on or off; a request's own facts (a list of fact texts, its tree
 #: instead of the server's); how many entities that tree may grow by (0: it does not grow); the
 #: question whose names are not searched (default: the prompt's text).
 RULE_KEY, FACTS_KEY, HOPS_KEY, QUESTION_KEY = "refactx", "refactx_facts", "refactx_hops", "refactx_question"
+#: ``extra_args`` keys of a reply written in parts: how many of the prompt's last tokens are the
+#: reply so far (walked again by the rule); its last line open at the tree's root.
+REPLY_KEY, OPEN_KEY = "refactx_reply", "refactx_open"
+#: ``extra_args`` key: the request's facts join the server's tree instead of replacing it (a
+#: worker's whole-KB attempt with the facts uploaded to its web since the server's tree was built).
+KB_KEY = "refactx_kb"
 MAX_HOPS = 8
+MAX_REPLY_TOKENS = 8_192
+#: How many prompt tokens are read back to tell whether the reply starts a line (or a fact).
+PROMPT_TAIL = 16
 MAX_FACTS, MAX_FACT_CHARS, MAX_FACTS_CHARS = 512, 1_000, 32_768
 MAX_QUESTION_CHARS = 4_000
 CACHED_TREES = 64
@@ -63,6 +73,9 @@ class RuleArgs:
     facts: tuple[str, ...] = ()
     hops: int = 0
     question: str | None = None
+    reply: int = 0
+    open: bool = False
+    kb: bool = False
 
     @classmethod
     def parse(cls, extra: Mapping[str, Any] | None) -> RuleArgs:
@@ -73,11 +86,7 @@ class RuleArgs:
         if rule not in _ON + _OFF:
             raise ValueError(f"extra_args.{RULE_KEY} must be true or false")
         facts = _facts(extra.get(FACTS_KEY))
-        hops = extra.get(HOPS_KEY, 0)
-        if isinstance(hops, str) and hops.isdigit():  # the OpenAI server's vllm_xargs may carry a string
-            hops = int(hops)
-        if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= MAX_HOPS:
-            raise ValueError(f"extra_args.{HOPS_KEY} must be a whole number from 0 to {MAX_HOPS}")
+        hops = _whole(extra.get(HOPS_KEY, 0), HOPS_KEY, MAX_HOPS)
         if hops and not facts:
             raise ValueError(f"extra_args.{HOPS_KEY} grows a request's own tree: give its facts in {FACTS_KEY}")
         question = extra.get(QUESTION_KEY)
@@ -86,11 +95,43 @@ class RuleArgs:
         if question is not None and len(question) > MAX_QUESTION_CHARS:
             raise ValueError(f"extra_args.{QUESTION_KEY} has {len(question)} characters, over this server's limit "
                              f"of {MAX_QUESTION_CHARS}")
-        return cls(None if rule is None else rule in _ON, facts, hops, question)
+        reply = _whole(extra.get(REPLY_KEY, 0), REPLY_KEY, MAX_REPLY_TOKENS)
+        opened, kb = extra.get(OPEN_KEY), extra.get(KB_KEY)
+        for key, flag in ((OPEN_KEY, opened), (KB_KEY, kb)):
+            if flag not in _ON + _OFF:
+                raise ValueError(f"extra_args.{key} must be true or false")
+        if kb in _ON and hops:
+            raise ValueError(f"extra_args.{HOPS_KEY} grows a request's own tree, not the server's ({KB_KEY})")
+        return cls(None if rule is None else rule in _ON, facts, hops, question, reply, opened in _ON, kb in _ON)
+
+    def start(self, tracker: FactTracker, prompt_ids: Sequence[int]) -> TraceState:
+        """The rule's state before the request's first token: from the prompt's tail (a line that
+        ends with ``Fact:`` starts inside a fact), then walked over the reply so far when the
+        prompt ends with one (``refactx_reply`` tokens: its facts are spent, its open line goes
+        on), then opened at the tree's root when asked (``refactx_open``)."""
+        reply = min(self.reply, len(prompt_ids))
+        before = list(prompt_ids[:len(prompt_ids) - reply])
+        pieces = tracker.vocab.pieces
+        state = tracker.start("".join(pieces[t] for t in before[-PROMPT_TAIL:] if t < len(pieces)))
+        for pos, token in enumerate(prompt_ids[len(before):]):
+            state = tracker.advance(state, int(token), pos - reply)
+        if self.open and not state.active:
+            state = TraceState(state.line, True, tracker.index.root(state.cursor.used), 0, state.spans)
+        return state
 
     def wants_rule(self, default: bool = False) -> bool:
         """Whether the request is under the rule; ``default`` for one that says nothing."""
         return default if self.rule is None else self.rule
+
+
+def _whole(value: Any, key: str, most: int) -> int:
+    """A whole number from 0 to ``most`` (the OpenAI server's vllm_xargs may carry it as a
+    string), or ValueError naming ``key``."""
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise ValueError(f"extra_args.{key} must be a whole number from 0 to {most}")
+    return value
 
 
 def _facts(value: Any) -> tuple[str, ...]:
@@ -127,10 +168,24 @@ class TreeCache:
         # Keyed by the tuple of facts itself (its hash, then equality): two lists that differ in
         # one character never share a tree.
         self._cached = lru_cache(maxsize=max_trees)(self._build)
+        self._joined = lru_cache(maxsize=max_trees)(self._join)
 
     def tree(self, facts: tuple[str, ...]) -> FactTree:
         """The tree of ``facts`` (checked by :meth:`RuleArgs.parse`), built on first use."""
         return self._cached(facts)
 
+    def joined(self, base: FactTree, facts: tuple[str, ...]) -> FactTree:
+        """``base`` (the server's tree) with ``facts`` added (``refactx_kb``), built on first use
+        (keyed by the facts: one server has one base)."""
+        if getattr(self, "_base", base) is not base:
+            self._joined.cache_clear()  # (one processor has one server tree: not reached)
+        self._base = base
+        return self._joined(facts)
+
     def _build(self, facts: tuple[str, ...]) -> FactTree:
         return FactIndex.build([Fact.from_statement(text) for text in facts], self.tokenizer, progress=False)
+
+    def _join(self, facts: tuple[str, ...]) -> FactTree:
+        joined = GrowingFactIndex(self._base, self.tokenizer, max_facts=len(facts))
+        joined.grow(Fact.from_statement(text) for text in facts)
+        return joined

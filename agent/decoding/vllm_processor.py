@@ -21,7 +21,11 @@ tokens (:meth:`FactTracker.replay`), which is where the other engines find them 
 Trees: the server's (the disk index), or a request's own facts (``extra_args={"refactx_facts":
 [...]}``, a per-question tree, built on its first use and shared by every later request with the
 same facts; their caps, checked when the request arrives, and the cache:
-:mod:`agent.decoding.rule_args`). A request's own tree grows while
+:mod:`agent.decoding.rule_args`). A reply a client writes in parts (the remote engine,
+:mod:`agent.decoding.remote`) sends it back as the prompt's end with ``refactx_reply`` (how many
+tokens): the rule walks them again, so the facts already stated stay spent and a fact line cut
+between two requests goes on; ``refactx_open`` opens its last line at the tree's root (an
+``Answer:`` line constrained to values). A request's own tree grows while
 it generates when it asks for hops (``"refactx_hops": N``): each fact it completes names entities
 the question does not (:func:`~agent.knowledge.keywords.bridge_entities`: a triple's object and
 subject, a statement's names; the question is ``"refactx_question"``, else the prompt), and the
@@ -84,8 +88,6 @@ RULE_DEFAULT_KEY = "factweave_rule_default"
 #: :mod:`agent.decoding.rule_args`.
 HOP_FACTS = 64
 INDEX_ENV = "FACTWEAVE_VLLM_INDEX"
-#: How many prompt tokens are read back to tell whether the reply starts a line (or a fact).
-_PROMPT_TAIL = 16
 
 
 class _Hops:
@@ -160,10 +162,11 @@ class FactRuleProcessor(LogitsProcessor):
         for row, params, prompt_ids, output in batch_update.added:
             args = RuleArgs.parse(params.extra_args) if params is not None else None
             if args is not None and args.wants_rule(self.default):
-                tail = "".join(self.tracker.vocab.pieces[t] for t in (prompt_ids or [])[-_PROMPT_TAIL:]
-                               if t < len(self.tracker.vocab.pieces))
                 tracker, hops = self._tracker_for(args, prompt_ids or [])
-                self.requests[row] = _Request(output, tracker, tracker.start(tail), hops=hops)
+                state = args.start(tracker, list(prompt_ids or []))
+                if hops is not None:
+                    hops.seen = len(state.spans)  # the reply's facts so far were followed by its client
+                self.requests[row] = _Request(output, tracker, state, hops=hops)
             else:
                 self.requests.pop(row, None)
         for a, b, direction in batch_update.moved:
@@ -179,6 +182,8 @@ class FactRuleProcessor(LogitsProcessor):
         with the same facts), with its hops when it asks to grow (``refactx_hops``)."""
         if not args.facts:
             return self.tracker, None
+        if args.kb:
+            return FactTracker(self.trees.joined(self.index, args.facts), self.tracker.vocab), None
         own = self.trees.tree(args.facts)
         if not args.hops:
             return FactTracker(own, self.tracker.vocab), None

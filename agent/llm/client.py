@@ -344,6 +344,14 @@ class LocalChat:
 
         tokenizer, steps = self.loaded.tokenizer, self.loaded.steps
         ends = _end_tokens(self.loaded)
+        if hasattr(steps, "complete"):  # the remote engine writes it in one request
+            ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            written, stopped = steps.complete(ids, max_tokens, temperature, stop, cancel)
+            written = [t for t in written if t not in ends]
+            text = tokenizer.decode(written, skip_special_tokens=True)
+            cancelled = bool(cancel is not None and cancel.is_set())
+            return LocalReply(_cut_at_stop(text, stop) if stop else text, len(ids), len(written),
+                              "stop" if stopped or cancelled else "length", cancelled)
         try:
             ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
             logits, state = steps.feed(ids, ())
