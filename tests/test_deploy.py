@@ -24,10 +24,9 @@ from urllib.parse import urlsplit
 
 import click
 import pytest
+import yaml  # PyYAML, a test dependency (pyproject.toml)
 
 from agent.cli.main import cli
-
-yaml = pytest.importorskip("yaml")  # PyYAML: undeclared, but transformers and mkdocs need it
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
