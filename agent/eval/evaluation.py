@@ -78,6 +78,8 @@ def open_methods(names: Sequence[str], loaded: LoadedModel, settings: Settings,
     kb = knowledge.kb if knowledge is not None else None
     generator = FactGenerator(loaded.model, loaded.tokenizer, kb, beams=settings.beams,
                               max_new_tokens=settings.max_tokens, steps=loaded.steps)
+    if getattr(loaded.steps, "engine", None) == "remote":
+        loaded.steps.server_tree = kb  # the server's --index must hold this KB (its sessions send no facts)
     set_generator = None
     if {"rcd", "rcd-static", "vd"} & set(names):
         # lazy: pulls torch (the CLI imports this module at start)
