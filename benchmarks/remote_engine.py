@@ -154,7 +154,10 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=8)
     parser.add_argument("--levels", default="1,4,8")
     parser.add_argument("--max-concurrency", type=int, default=8,
-                        help="Each worker's generations at once (serve's --max-concurrency; vLLM's max-num-seqs).")
+                        help="The remote worker's questions at once and the vLLM server's sequences (max-num-seqs).")
+    parser.add_argument("--local-max-concurrency", type=int, default=2,
+                        help="The in-process worker's generations at once (serve's default, 2: more share its "
+                             "cores and were slower, measured).")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
 
@@ -178,12 +181,13 @@ def main() -> None:
                              "--max-concurrency", str(args.max_concurrency), "--engine-arg=--dtype=float32",
                              "--engine-arg=--max-model-len=4096", "--engine-arg=--enforce-eager"],
                             {**env, "VLLM_CPU_KVCACHE_SPACE": "2"}, folder / "vllm.log", vllm_port, 900))
-        common = ["--model", args.model, "--max-concurrency", str(args.max_concurrency), "--max-queue", "64"]
+        common = ["--model", args.model, "--max-queue", "64"]
         procs.append(_start([sys.executable, "-m", "agent.cli", "serve", "--engine", "remote", "--engine-url",
-                             f"http://127.0.0.1:{vllm_port}", *common, "--port", str(remote_port)], env,
-                            folder / "remote.log", remote_port, 900))
+                             f"http://127.0.0.1:{vllm_port}", *common, "--max-concurrency", str(args.max_concurrency),
+                             "--port", str(remote_port)], env, folder / "remote.log", remote_port, 900))
         procs.append(_start([sys.executable, "-m", "agent.cli", "serve", "--engine", args.local_engine, *common,
-                             "--port", str(local_port)], env, folder / "local.log", local_port, 900))
+                             "--max-concurrency", str(args.local_max_concurrency), "--port", str(local_port)], env,
+                            folder / "local.log", local_port, 900))
         workers = {"remote": remote_port, "in-process": local_port}
         alone = {name: [_conversation(port, *c) for c in conversations] for name, port in workers.items()}
         differ = [{"conversation": list(c), "turn": k,
@@ -205,6 +209,7 @@ def main() -> None:
     local_engine = resolve_engine(args.local_engine, args.model)
     result = {
         "model": args.model, "local_engine": local_engine, "max_concurrency": args.max_concurrency,
+        "local_max_concurrency": args.local_max_concurrency,
         "conversations": len(conversations), "turns": 2 * len(conversations),
         "same_answers": 2 * len(conversations) - len(differ), "differ": differ,
         "runs": runs,
