@@ -104,7 +104,7 @@ class RemoteEngine:
         try:
             response = httpx.get(f"{root}/models", headers=headers, timeout=10.0)
         except httpx.HTTPError as exc:
-            raise FactweaveError(f"the remote engine at {root} does not answer ({type(exc).__name__}): {START_IT}") from exc
+            raise _unreachable(root, exc) from exc
         if response.status_code in (401, 403):
             raise FactweaveError(f"the remote engine at {root} refused the key (HTTP {response.status_code}): give "
                                  "its key in FACTWEAVE_ENGINE_KEY")
@@ -137,8 +137,7 @@ class RemoteEngine:
                 response = self.client.post(f"{root}/tokenize", json={"model": self.model, "prompt": text,
                                                                       "add_special_tokens": False})
             except httpx.HTTPError as exc:
-                raise FactweaveError(f"the remote engine at {self.url} does not answer ({type(exc).__name__}): "
-                                     f"{START_IT}") from exc
+                raise _unreachable(self.url, exc) from exc
             _raise_for(response, self.url)
             theirs = response.json().get("tokens")
             mine = tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -158,7 +157,7 @@ class RemoteEngine:
         try:
             response = self.client.post(f"{self.url}/completions", json={"model": self.model, **body})
         except httpx.HTTPError as exc:
-            raise FactweaveError(f"the remote engine at {self.url} does not answer ({type(exc).__name__}): {START_IT}") from exc
+            raise _unreachable(self.url, exc) from exc
         _raise_for(response, self.url)
         return response.json()
 
@@ -188,7 +187,7 @@ class RemoteEngine:
                     for choice in chunk.get("choices", []):
                         yield [int(t) for t in choice.get("token_ids") or []], choice.get("finish_reason")
         except httpx.HTTPError as exc:
-            raise FactweaveError(f"the remote engine at {self.url} does not answer ({type(exc).__name__}): {START_IT}") from exc
+            raise _unreachable(self.url, exc) from exc
 
     def complete(self, prompt: Sequence[int], max_tokens: int, temperature: float, stop: list[str] | None,
                  cancel: threading.Event | None) -> tuple[list[int], bool]:
@@ -224,6 +223,11 @@ class RemoteEngine:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _unreachable(url: str, exc: Exception) -> FactweaveError:
+    """The one line for a server that is down (or dropped the connection), with how to start it."""
+    return FactweaveError(f"the remote engine at {url} does not answer ({type(exc).__name__}): {START_IT}")
 
 
 def _message(body: dict[str, Any]) -> str:
